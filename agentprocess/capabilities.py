@@ -1,0 +1,30 @@
+"""What this server offers. `describe` reports these lists and publishing checks against them,
+so the two can never disagree (spec §4.2: refuse to publish a process needing a missing tool)."""
+
+from django.conf import settings
+
+PROTOCOL = "agentprocess"
+VERSION = "core-2"
+
+REQUIRED_TOOLS = (
+    "describe",
+    "list_processes",
+    "start_run",
+    "get_run",
+    "get_work",
+    "claim",
+    "submit",
+    "escalate",
+    "decide",
+    "cancel",
+)
+OPTIONAL_TOOLS = ("renew", "upload", "send_event", "list_runs")
+
+
+def offered_tools() -> list[str]:
+    disabled = set(settings.DISABLED_TOOLS)
+    return list(REQUIRED_TOOLS) + [tool for tool in OPTIONAL_TOOLS if tool not in disabled]
+
+
+def offered_profiles() -> frozenset[str]:
+    return frozenset()

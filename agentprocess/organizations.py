@@ -1,0 +1,89 @@
+"""Services for organizations, their groups, people and agents."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+
+from .models import DEFAULT_ORGANIZATION_SLUG, Agent, ApiToken, Member, Organization, OrganizationGroup
+
+
+class OrganizationError(Exception):
+    pass
+
+
+def operators_group_name(slug: str) -> str:
+    return "operators" if slug == DEFAULT_ORGANIZATION_SLUG else f"{slug}-operators"
+
+
+@transaction.atomic
+def get_or_create_organization(slug: str = DEFAULT_ORGANIZATION_SLUG, name: str | None = None) -> Organization:
+    organization = Organization.objects.filter(slug=slug).first()
+    if organization:
+        return organization
+    operators, _ = Group.objects.get_or_create(name=operators_group_name(slug))
+    organization = Organization.objects.create(slug=slug, name=name or slug.title(), operators=operators)
+    OrganizationGroup.objects.get_or_create(group=operators, defaults={"organization": organization})
+    return organization
+
+
+def default_organization() -> Organization:
+    return get_or_create_organization(DEFAULT_ORGANIZATION_SLUG, "Default organization")
+
+
+def organization_group(organization: Organization, name: str, *, create: bool = True) -> Group:
+    """The organization's group with this name; created when missing. Refuses another org's group."""
+    group = Group.objects.filter(name=name).select_related("organization_link__organization").first()
+    if group is None:
+        if not create:
+            raise OrganizationError(f'group "{name}" does not exist')
+        group = Group.objects.create(name=name)
+        OrganizationGroup.objects.create(group=group, organization=organization)
+        return group
+    link = getattr(group, "organization_link", None)
+    if link is None:
+        OrganizationGroup.objects.create(group=group, organization=organization)
+    elif link.organization_id != organization.id:
+        raise OrganizationError(f'group "{name}" belongs to organization "{link.organization.slug}"')
+    return group
+
+
+@transaction.atomic
+def create_agent(organization: Organization, name: str) -> tuple[Agent, str]:
+    """Get or create the agent and issue it a fresh token; returns (agent, token)."""
+    agent, _ = Agent.objects.get_or_create(organization=organization, name=name)
+    _, token = ApiToken.issue(organization=organization, agent=agent, label="create_identity")
+    return agent, token
+
+
+@transaction.atomic
+def create_person(
+    organization: Organization,
+    email: str,
+    *,
+    groups: list[str] = (),
+    operator: bool = False,
+    password: str | None = None,
+    superuser: bool = False,
+) -> tuple[object, str]:
+    """Get or create the person (a Django user with this email) and issue a fresh API token."""
+    User = get_user_model()
+    email = email.strip()
+    user = User.objects.filter(email__iexact=email).first()
+    if user is None:
+        user = User.objects.create_user(username=email, email=email)
+    member = Member.objects.filter(user=user).first()
+    if member is None:
+        Member.objects.create(user=user, organization=organization)
+    elif member.organization_id != organization.id:
+        raise OrganizationError(f"{email} already belongs to organization {member.organization.slug}")
+    if password:
+        user.set_password(password)
+    if superuser:
+        user.is_staff = user.is_superuser = True
+    user.save()
+    for name in groups:
+        user.groups.add(organization_group(organization, name))
+    if operator:
+        user.groups.add(organization.operators)
+    _, token = ApiToken.issue(organization=organization, user=user, label="create_identity")
+    return user, token

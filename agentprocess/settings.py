@@ -1,0 +1,166 @@
+"""Settings, all read from the environment (django-environ); see README "Configuration"."""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me-0123456789abcdef")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# Absolute base URL used in links that leave a request (emails, signed file URLs in MCP results).
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "agentprocess",
+    "processes",
+    "runs",
+    "workqueue",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agentprocess.urls"
+WSGI_APPLICATION = "agentprocess.wsgi.application"
+ASGI_APPLICATION = "agentprocess.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Database: SQLite file by default; DATABASE_URL (e.g. postgres://user@host:5432/db) for PostgreSQL.
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+_db = DATABASES["default"]
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE: every transaction takes the write lock at BEGIN, so concurrent writers
+    # serialize instead of failing with "database is locked" on upgrade (lost updates).
+    _db.setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+    _db.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test-db.sqlite3")
+elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
+    _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=0)
+    if env.bool("DB_POOL", default=False):
+        _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": env.int("DB_POOL_SIZE", default=8)}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in development
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- agentprocess protocol ------------------------------------------------------------
+LEASE_SECONDS = env.int("LEASE_SECONDS", default=600)
+RUN_DATA_BYTES = env.int("RUN_DATA_BYTES", default=1024 * 1024)
+MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
+# Signed file URLs in run data live this long.
+FILE_URL_SECONDS = env.int("FILE_URL_SECONDS", default=3600)
+# Tools switched off on this server; publishing refuses processes that need them (spec §4.2).
+DISABLED_TOOLS = env.list("DISABLED_TOOLS", default=[])
+# A base64 upload of MAX_UPLOAD_BYTES plus the JSON around it must fit in one request body.
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES * 4 // 3 + 64 * 1024
+
+# --- email -------------------------------------------------------------------------------
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="agentprocess@localhost")
+
+# --- Celery ------------------------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {
+        "data_folder_in": str(VAR_DIR / "broker"),
+        "data_folder_out": str(VAR_DIR / "broker"),
+        "processed_folder": str(VAR_DIR / "broker-processed"),
+        "store_processed": False,
+    }
+    if CELERY_BROKER_URL.startswith("filesystem://")
+    else {}
+)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+SWEEP_INTERVAL_SECONDS = env.float("SWEEP_INTERVAL_SECONDS", default=15.0)
+CELERY_BEAT_SCHEDULE = {
+    "sweep": {"task": "runs.tasks.sweep", "schedule": SWEEP_INTERVAL_SECONDS},
+}
+
+# --- check-1 evaluator (OpenAI-compatible chat completions); unset = no check profile ----
+CHECK_EVALUATOR_URL = env.str("CHECK_EVALUATOR_URL", default="")
+CHECK_EVALUATOR_MODEL = env.str("CHECK_EVALUATOR_MODEL", default="")
+CHECK_EVALUATOR_API_KEY = env.str("CHECK_EVALUATOR_API_KEY", default="")
+
+# --- REST --------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "agentprocess REST API",
+    "DESCRIPTION": "Every agentprocess tool (core-2) as POST /api/v1/tools/<tool>.",
+    "VERSION": "core-2",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
+}

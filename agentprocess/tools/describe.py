@@ -1,0 +1,26 @@
+from django.conf import settings
+
+from agentprocess.capabilities import PROTOCOL, VERSION, offered_profiles, offered_tools
+
+from .registry import tool
+
+
+def limits() -> dict:
+    return {"runDataBytes": settings.RUN_DATA_BYTES}
+
+
+@tool("describe", write=False, description="Protocol version, profiles, lease seconds, person format, tools and limits.")
+def describe(identity, arguments, now) -> dict:
+    tools = offered_tools()
+    result = {
+        "protocol": PROTOCOL,
+        "version": VERSION,
+        "profiles": sorted(offered_profiles()),
+        "leaseSeconds": settings.LEASE_SECONDS,
+        "person": {"format": "email"},
+        "tools": tools,
+        "limits": limits(),
+    }
+    if "upload" in tools:
+        result["maxUploadBytes"] = settings.MAX_UPLOAD_BYTES
+    return result

@@ -1,0 +1,147 @@
+"""The tool layer every transport calls: REST, MCP and the browser inbox (in process).
+
+A tool is a function (identity, arguments, now) -> result data. This module checks the
+arguments against the tool's JSON Schema first (a broken schema is `invalid`, spec §6 rule 3),
+wraps writes in the idempotency mechanism, and turns everything into the spec's envelope.
+"""
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import DatabaseError, OperationalError
+from jsonschema import Draft202012Validator
+
+from agentprocess import clock
+from agentprocess.capabilities import offered_tools
+from agentprocess.errors import RETRY, ToolError, invalid, not_found
+from agentprocess.identity import Identity
+
+from .idempotency import run_write
+
+log = logging.getLogger(__name__)
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "core-2"
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    handler: Callable[[Identity, dict, object], dict]
+    write: bool
+    description: str
+    lookup_first: bool = False
+
+    @property
+    def arguments_schema(self) -> dict:
+        return argument_schema(self.name)
+
+    @property
+    def result_schema(self) -> dict:
+        return json.loads((SCHEMAS / "tools" / f"{self.name}.result.json").read_text())
+
+
+TOOLS: dict[str, Tool] = {}
+_validators: dict[str, Draft202012Validator] = {}
+
+
+def tool(name: str, *, write: bool, description: str, lookup_first: bool = False):
+    def register(handler):
+        TOOLS[name] = Tool(name=name, handler=handler, write=write, description=description,
+                           lookup_first=lookup_first)
+        return handler
+
+    return register
+
+
+def argument_schema(name: str) -> dict:
+    return json.loads((SCHEMAS / "tools" / f"{name}.arguments.json").read_text())
+
+
+def _validator(name: str) -> Draft202012Validator:
+    validator = _validators.get(name)
+    if validator is None:
+        validator = _validators[name] = Draft202012Validator(argument_schema(name))
+    return validator
+
+
+def _path(parts) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+_TYPE_NAMES = {"object": "object", "array": "list", "string": "string", "integer": "integer",
+               "number": "number", "boolean": "boolean", "null": "null"}
+
+
+def _issues_of(error) -> list[str]:
+    """One line per schema violation, worded like the spec's issues (`limit: expected integer`)."""
+    path, kind, expected, instance = _path(error.absolute_path), error.validator, error.validator_value, error.instance
+    if kind == "required":
+        return [f"{_join(path, name)}: missing" for name in expected if isinstance(instance, dict) and name not in instance]
+    if kind == "additionalProperties":
+        allowed = set(error.schema.get("properties", {}))
+        return [f"{_join(path, name)}: not an argument of this tool" if not path else f"{_join(path, name)}: not allowed"
+                for name in sorted(set(instance) - allowed)]
+    label = path or "arguments"
+    if kind == "type":
+        names = expected if isinstance(expected, list) else [expected]
+        return [f"{label}: expected {' or '.join(_TYPE_NAMES.get(n, n) for n in names)}"]
+    if kind == "enum":
+        return [f"{label}: must be one of {', '.join(map(str, expected))}"]
+    if kind == "const":
+        return [f"{label}: must be {expected}"]
+    if kind == "minLength":
+        return [f"{label}: must not be empty" if expected == 1 else f"{label}: at least {expected} characters"]
+    if kind == "maxLength":
+        return [f"{label}: at most {expected} characters"]
+    if kind in ("minimum", "exclusiveMinimum"):
+        return [f"{label}: must be {'at least' if kind == 'minimum' else 'more than'} {expected}"]
+    if kind in ("maximum", "exclusiveMaximum"):
+        return [f"{label}: must be {'at most' if kind == 'maximum' else 'less than'} {expected}"]
+    return [f"{label}: {error.message}"]
+
+
+def schema_issues(name: str, arguments) -> list[str]:
+    issues = []
+    for error in sorted(_validator(name).iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]):
+        issues.extend(_issues_of(error))
+    return issues
+
+
+def call_tool(identity: Identity, name: str, arguments) -> dict:
+    """Run one tool call for an authenticated identity and return the envelope. Never raises."""
+    try:
+        found = TOOLS.get(name)
+        if found is None or name not in offered_tools():
+            raise not_found(f"no tool {name} on this server")
+        if arguments is None:
+            arguments = {}
+        issues = schema_issues(name, arguments)
+        if issues:
+            raise invalid(f"the arguments do not match the {name} schema", issues)
+        now = clock.now()
+        if found.write:
+            data = run_write(identity=identity, tool=name, arguments=arguments, now=now,
+                             action=lambda: found.handler(identity, arguments, now), lookup_first=found.lookup_first)
+        else:
+            data = found.handler(identity, arguments, now)
+        return {"ok": True, "data": data}
+    except ToolError as error:
+        return error.envelope()
+    except OperationalError:
+        log.warning("database busy during %s", name, exc_info=True)
+        return ToolError(RETRY, "the server is busy; retry with the same requestId").envelope()
+    except DatabaseError:
+        log.exception("database error during %s", name)
+        return ToolError(RETRY, "the server could not complete this call; retry with the same requestId").envelope()
+    except Exception:  # noqa: BLE001 - the envelope contract: never a 500, never a half-applied write
+        log.exception("unexpected error during %s", name)
+        return ToolError(RETRY, "the server could not complete this call; retry with the same requestId").envelope()

@@ -1,0 +1,13 @@
+from runs.presenters import context_view
+from runs.services.submissions import submit as hand_in
+
+from .registry import tool
+
+
+@tool("submit", write=True,
+      description="Submit output, evidence, summary and the chosen next for a claimed step; accepted, or every issue at once.")
+def submit(identity, arguments, now) -> dict:
+    ctx = hand_in(identity=identity, token=arguments["token"], output=arguments["output"],
+                  evidence=arguments.get("evidence"), summary=arguments["summary"],
+                  next_choice=arguments.get("next"), reason=arguments.get("reason"), now=now)
+    return context_view(ctx)

@@ -1,0 +1,183 @@
+"""A published version compiled for running: steps by id with resolved routes and branches.
+
+Versions never change, so a compiled definition is cached per version for the life of the process.
+"""
+
+import datetime as dt
+import functools
+from dataclasses import dataclass, field
+
+KINDS = ("agent", "task", "approve", "wait", "wait_until", "wait_for", "finish", "parallel")
+PERSON_KINDS = ("task", "approve")
+JOIN = "join"
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    amount, unit = int(text[:-1]), text[-1]
+    return {"m": dt.timedelta(minutes=amount), "h": dt.timedelta(hours=amount), "d": dt.timedelta(days=amount)}[unit]
+
+
+@dataclass(frozen=True)
+class StepDef:
+    id: str
+    position: int
+    kind: str
+    value: object  # the kind key's value: instructions, duration, path, event name, outcome, entries
+    person: str | None = None
+    output: dict | None = None
+    evidence: tuple[str, ...] | None = None
+    routes: tuple[dict, ...] | None = None  # next as a list: [{to, when?}], chosen by the actor
+    next: str | None = None  # the one next step (explicit or the following one); None on finish or a list
+    on_reject: str | None = None
+    on_timeout: str | None = None
+    timeout: dt.timedelta | None = None
+    due: dt.timedelta | None = None
+    wait: dt.timedelta | None = None
+    check: object = None
+    advisory: bool = False
+    parallel: str | None = None  # the parallel step whose branch holds this step
+    branch: str | None = None  # the entry step of that branch
+    entries: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return self.value if isinstance(self.value, str) else ""
+
+    @property
+    def route_targets(self) -> list[str]:
+        return [route["to"] for route in self.routes] if self.routes else []
+
+    @property
+    def requirements(self) -> dict:
+        """output, evidence and next exactly as `claim.step` and work items give them (tools.md)."""
+        return {
+            "output": self.output if self.kind in ("agent", "task") else None,
+            "evidence": list(self.evidence) if self.evidence and self.kind in ("agent", "task") else None,
+            "next": [dict(route) for route in self.routes] if self.routes else None,
+        }
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    description: str
+    inputs: dict
+    steps: tuple[StepDef, ...]
+    body: str
+    bindings: dict = field(default_factory=dict)
+
+    @functools.cached_property
+    def by_id(self) -> dict[str, StepDef]:
+        return {step.id: step for step in self.steps}
+
+    @property
+    def first(self) -> StepDef:
+        return self.steps[0]
+
+    def step(self, step_id: str) -> StepDef:
+        return self.by_id[step_id]
+
+    def branch_steps(self, parallel_id: str) -> list[StepDef]:
+        return [step for step in self.steps if step.parallel == parallel_id]
+
+    @functools.cached_property
+    def uses_initiator(self) -> bool:
+        return any(step.person == "initiator" for step in self.steps)
+
+
+def _kind(step: dict) -> str:
+    return next(key for key in KINDS if key in step)
+
+
+def _routes(raw) -> tuple[dict, ...]:
+    routes = []
+    for route in raw:
+        if isinstance(route, str):
+            routes.append({"to": route})
+        else:
+            routes.append({key: route[key] for key in ("to", "when") if key in route})
+    return tuple(routes)
+
+
+def _branches(raw_steps: list[dict]) -> dict[str, tuple[str, str]]:
+    """step id → (parallel step id, branch entry id), following next/on_timeout up to `join`."""
+    by_id = {step["id"]: step for step in raw_steps}
+    placement = {}
+    for step in raw_steps:
+        if _kind(step) != "parallel":
+            continue
+        for entry in step["parallel"]:
+            pending = [entry]
+            while pending:
+                current = pending.pop()
+                if current == JOIN or current in placement or current not in by_id:
+                    continue
+                placement[current] = (step["id"], entry)
+                raw = by_id[current]
+                nxt = raw.get("next")
+                targets = [r if isinstance(r, str) else r.get("to") for r in nxt] if isinstance(nxt, list) else [nxt]
+                pending += [t for t in targets + [raw.get("on_timeout")] if t]
+    return placement
+
+
+def compile_definition(frontmatter: dict, body: str, bindings: dict | None = None) -> Definition:
+    raw_steps = frontmatter["steps"]
+    placement = _branches(raw_steps)
+    steps = []
+    for position, raw in enumerate(raw_steps):
+        kind = _kind(raw)
+        nxt = raw.get("next")
+        routes = _routes(nxt) if isinstance(nxt, list) else None
+        single = None
+        if kind != "finish" and routes is None:
+            # Default: the following step in the list (not inside a branch, where next is explicit).
+            single = nxt or (raw_steps[position + 1]["id"] if position + 1 < len(raw_steps) else None)
+        parallel, branch = placement.get(raw["id"], (None, None))
+        steps.append(
+            StepDef(
+                id=raw["id"],
+                position=position,
+                kind=kind,
+                value=raw[kind],
+                person=raw.get("person"),
+                output=raw.get("output") or None,
+                evidence=tuple(raw["evidence"]) if raw.get("evidence") else None,
+                routes=routes,
+                next=single,
+                on_reject=raw.get("on_reject"),
+                on_timeout=raw.get("on_timeout"),
+                timeout=parse_duration(raw["timeout"]) if raw.get("timeout") else None,
+                due=parse_duration(raw["due"]) if raw.get("due") else None,
+                wait=parse_duration(raw["wait"]) if kind == "wait" else None,
+                check=raw.get("check"),
+                advisory=bool(raw.get("advisory", False)),
+                parallel=parallel,
+                branch=branch,
+                entries=tuple(raw["parallel"]) if kind == "parallel" else (),
+            )
+        )
+    return Definition(
+        name=frontmatter["name"],
+        description=frontmatter["description"],
+        inputs=frontmatter.get("inputs") or {},
+        steps=tuple(steps),
+        body=body,
+        bindings=dict(bindings or {}),
+    )
+
+
+_cache: dict[int, Definition] = {}
+
+
+def definition_for(version_id: int) -> Definition:
+    """The compiled definition of a published version, by id (cached: versions are immutable)."""
+    definition = _cache.get(version_id)
+    if definition is None:
+        from .models import ProcessVersion
+
+        version = ProcessVersion.objects.only("frontmatter", "body", "bindings").get(pk=version_id)
+        definition = compile_definition(version.frontmatter, version.body, version.bindings)
+        if len(_cache) > 2048:
+            _cache.clear()
+        _cache[version_id] = definition
+    return definition

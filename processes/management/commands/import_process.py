@@ -1,0 +1,67 @@
+"""python manage.py import_process PATH [--org SLUG] [--bind ROLE=GROUP ...] [--publish]"""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from agentprocess.organizations import get_or_create_organization
+from processes.publishing import PublishRefused, bind_roles, import_draft
+from processes.publishing import publish as publish_draft
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a PROCESS.md (a folder named like the process, or the file itself) as a draft; "
+        "bind roles to groups and optionally publish it. Exits 1 with every issue, one a line."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path")
+        parser.add_argument("--org", default="default", help="organization slug (default: default)")
+        parser.add_argument(
+            "--bind", action="append", default=[], metavar="ROLE=GROUP", help="bind a role to a group (repeatable)"
+        )
+        parser.add_argument("--publish", action="store_true", help="publish the draft as the next version")
+
+    def handle(self, *args, path, org, bind, publish: bool, **options):
+        source_path = Path(path)
+        folder_name = None
+        if source_path.is_dir():
+            folder_name = source_path.resolve().name
+            source_path = source_path / "PROCESS.md"
+        if not source_path.is_file():
+            raise CommandError(f"{source_path}: no such file")
+        try:
+            source = source_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            self._refuse(["PROCESS.md: not UTF-8 text"])
+
+        bindings = {}
+        for item in bind:
+            role, sep, group = item.partition("=")
+            if not sep or not role.strip() or not group.strip():
+                self._refuse([f'--bind "{item}": expected ROLE=GROUP'])
+            bindings[role.strip()] = group.strip()
+
+        organization = get_or_create_organization(org)
+        draft = import_draft(organization=organization, source=source, folder_name=folder_name)
+        if draft.issues:
+            self._refuse(draft.issues)
+        try:
+            if bindings:
+                bind_roles(draft=draft, bindings=bindings)
+            if publish:
+                version = publish_draft(draft=draft)
+                self.stdout.write(f"published {version.process.name} version {version.number} {version.content_hash}")
+                return
+        except PublishRefused as refusal:
+            self._refuse(refusal.issues)
+        unbound = draft.unbound_roles
+        self.stdout.write(f"draft {draft.pk} of {draft.name} imported")
+        if unbound:
+            self.stdout.write("roles to bind before publishing: " + ", ".join(unbound))
+
+    def _refuse(self, issues):
+        for issue in issues:
+            self.stderr.write(issue)
+        raise SystemExit(1)

@@ -1,0 +1,217 @@
+"""Runs and everything they hold: per-step state, work items, uploads, events, idempotency records.
+
+Run data (spec §3.1) lives in `Run.inputs` and `Run.steps_data` as the JSON the spec shows, so a
+write replaces it in one UPDATE and the snapshot is a hash of exactly that. Scheduling state
+(leases, readiness, dues, timers) lives in StepState rows, indexed for get_work and the sweeps.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from agentprocess.models import Organization
+from processes.models import ProcessVersion
+
+from .ids import new_run_id, new_upload_id, new_work_item_id
+
+
+class RunState(models.TextChoices):
+    ACTIVE = "active"
+    WAITING = "waiting"
+    ENDED = "ended"
+    CANCELLED = "cancelled"
+
+
+ENDED_STATES = (RunState.ENDED, RunState.CANCELLED)
+
+
+class Run(models.Model):
+    id = models.CharField(primary_key=True, max_length=24, default=new_run_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
+    version = models.ForeignKey(ProcessVersion, on_delete=models.PROTECT, related_name="runs")
+    # Copies of immutable facts of the version, so lists and filters need no join.
+    process_name = models.CharField(max_length=64)
+    version_number = models.PositiveIntegerField()
+    mode = models.CharField(max_length=8, default="live")
+    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.ACTIVE)
+    outcome = models.CharField(max_length=200, null=True, blank=True)
+    ended_by = models.CharField(max_length=254, null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_note = models.TextField(null=True, blank=True)
+    started_by = models.CharField(max_length=254)
+    initiator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    inputs = models.JSONField(default=dict)
+    steps_data = models.JSONField(default=dict)
+    snapshot = models.CharField(max_length=64)
+    # Transition counter: orders completions for rework (which steps completed after which).
+    seq = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["organization", "started_at", "id"], name="run_org_started"),
+            models.Index(fields=["organization", "process_name", "started_at", "id"], name="run_org_process"),
+            models.Index(fields=["organization", "state", "started_at", "id"], name="run_org_state"),
+        ]
+
+    def __str__(self):
+        return self.id
+
+    @property
+    def is_over(self) -> bool:
+        return self.state in ENDED_STATES
+
+
+class StepState(models.Model):
+    """Where one step of one run stands. Created for every step at start; `state` None = not reached."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_states")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    process_name = models.CharField(max_length=64)
+    step_id = models.CharField(max_length=64)
+    position = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=16)
+    state = models.CharField(max_length=16, null=True, blank=True)
+    ready_since = models.DateTimeField(null=True, blank=True)
+    activated_seq = models.PositiveIntegerField(null=True, blank=True)
+    completed_seq = models.PositiveIntegerField(null=True, blank=True)
+    routed_to = models.CharField(max_length=64, null=True, blank=True)
+    # Due clock (spec §2.2 `due`): starts when the step becomes ready, restarts on a repeat.
+    due_at = models.DateTimeField(null=True, blank=True)
+    due_notified_at = models.DateTimeField(null=True, blank=True)
+    # Timers of waits: wake_at is when a wait/wait_until continues or a wait_for times out.
+    wake_at = models.DateTimeField(null=True, blank=True)
+    # Lease (spec §3.3). A token names lease_gen; a claim or renew bumps it, so older tokens go stale.
+    claimed_by = models.CharField(max_length=254, null=True, blank=True)
+    lease_gen = models.PositiveIntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    progress = models.TextField(null=True, blank=True)
+    handoff = models.JSONField(null=True, blank=True)
+    # check-1: a submission held while a person resolves an unsure verdict.
+    candidate = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "step_id"], name="step_state_unique")]
+        indexes = [
+            # get_work for agents: claimable agent steps, oldest first (keyset paged).
+            models.Index(
+                fields=["organization", "ready_since", "id"],
+                name="step_claimable",
+                condition=Q(kind="agent", state__in=["ready", "claimed"]),
+            ),
+            models.Index(
+                fields=["organization", "process_name", "ready_since", "id"],
+                name="step_claimable_process",
+                condition=Q(kind="agent", state__in=["ready", "claimed"]),
+            ),
+            # Sweeps: work proportional to what is due, not to the table.
+            models.Index(fields=["lease_expires_at"], name="step_lease_expiry", condition=Q(state="claimed")),
+            models.Index(fields=["wake_at"], name="step_timer", condition=Q(state="waiting", wake_at__isnull=False)),
+            models.Index(
+                fields=["due_at"],
+                name="step_due",
+                condition=Q(due_at__isnull=False, due_notified_at__isnull=True, state__in=["ready", "claimed", "waiting"]),
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.run_id}/{self.step_id}"
+
+
+class WorkItemState(models.TextChoices):
+    OPEN = "open"
+    DECIDED = "decided"
+    REMOVED = "removed"
+
+
+class WorkItem(models.Model):
+    """A person's part (spec §3.4): one per task/approve step when ready, one per escalation."""
+
+    id = models.CharField(primary_key=True, max_length=24, default=new_work_item_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="work_items")
+    step_state = models.ForeignKey(StepState, on_delete=models.CASCADE, related_name="work_items")
+    step_id = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16)  # task, approve, or agent (an escalated agent step)
+    assigned_group = models.CharField(max_length=150, null=True, blank=True)
+    assigned_person = models.CharField(max_length=254, null=True, blank=True)
+    state = models.CharField(max_length=16, choices=WorkItemState.choices, default=WorkItemState.OPEN)
+    escalation = models.JSONField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    decision = models.CharField(max_length=16, null=True, blank=True)
+    decided_by = models.CharField(max_length=254, null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["organization", "assigned_group", "created_at", "id"],
+                name="work_open_group",
+                condition=Q(state="open"),
+            ),
+            models.Index(
+                fields=["organization", "assigned_person", "created_at", "id"],
+                name="work_open_person",
+                condition=Q(state="open"),
+            ),
+            models.Index(fields=["run", "state"], name="work_run_state"),
+        ]
+
+    def __str__(self):
+        return self.id
+
+
+def upload_path(instance, filename):
+    return f"{instance.organization_id}/{instance.id}"
+
+
+class Upload(models.Model):
+    id = models.CharField(primary_key=True, max_length=24, default=new_upload_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="uploads")
+    file = models.FileField(upload_to=upload_path, max_length=200)
+    file_name = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=160)
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    uploaded_by = models.CharField(max_length=254)
+    created_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.id} {self.file_name}"
+
+
+class Event(models.Model):
+    """An event delivered by send_event (spec §3.6), held until a wait_for consumes it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    name = models.CharField(max_length=64)
+    data = models.JSONField(null=True, blank=True)
+    sent_by = models.CharField(max_length=254)
+    created_at = models.DateTimeField()
+    consumed_by = models.CharField(max_length=64, null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    discarded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "name", "id"], name="event_held", condition=Q(consumed_by__isnull=True))]
+
+
+class IdempotencyRecord(models.Model):
+    """One per successful write (spec §4): (organization, requestId) → caller, argument hash, result."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    request_id = models.CharField(max_length=128)
+    tool = models.CharField(max_length=32)
+    caller = models.CharField(max_length=254)
+    arguments_hash = models.CharField(max_length=64)
+    result = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "request_id"], name="request_id_unique_in_org")
+        ]

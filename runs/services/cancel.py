@@ -1,0 +1,17 @@
+"""cancel (spec §3.5): an operator ends an active or waiting run with a reason."""
+
+from agentprocess.errors import forbidden
+from agentprocess.identity import Identity
+
+from ..models import RunState
+from .engine import RunContext
+
+
+def cancel(*, identity: Identity, run_id: str, reason: str, now) -> RunContext:
+    ctx = RunContext.load(organization=identity.organization, run_id=run_id, now=now)
+    ctx.ensure_open()
+    if not identity.is_operator:
+        raise forbidden("only the organization's operators cancel runs")
+    ctx.end(state=RunState.CANCELLED, outcome=None, by=identity.ref, note=reason)
+    ctx.save()
+    return ctx

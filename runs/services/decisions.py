@@ -1,0 +1,95 @@
+"""decide (spec §3.4, tools.md): a person completes a work item, under the same rules as submit."""
+
+from agentprocess.clock import iso
+from agentprocess.errors import ALREADY_DECIDED, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
+from agentprocess.identity import Identity
+
+from ..models import WorkItem, WorkItemState
+from ..presenters import DECISIONS
+from .acceptance import accept
+from .engine import RunContext
+
+NEEDS_NOTE = ("rejected", "returned", "failed")
+
+
+def argument_issues(*, decision, output, evidence, summary, next_choice, reason, note) -> list[str]:
+    """Combinations tools.md makes `invalid`, whatever the item."""
+    issues = []
+    if decision != "completed":
+        issues += [f"{name}: only with decision completed" for name, value in
+                   (("output", output), ("evidence", evidence), ("summary", summary), ("next", next_choice),
+                    ("reason", reason)) if value is not None]
+    elif note is not None:
+        issues.append("note: not with decision completed")
+    return issues
+
+
+def _item(ctx: RunContext, work_item_id: str) -> WorkItem:
+    item = WorkItem.objects.filter(pk=work_item_id, run=ctx.run).first()
+    if item is not None and item.state == WorkItemState.DECIDED:
+        raise conflict(ALREADY_DECIDED, f"this work item was already decided ({item.decision}) by {item.decided_by} "
+                                        f"at {item.decided_at:%Y-%m-%dT%H:%M:%SZ}")
+    if item is None or item.state != WorkItemState.OPEN:
+        raise not_found(f"run {ctx.run.id} has no work item {work_item_id}")
+    return item
+
+
+def _check_person(identity: Identity, item: WorkItem) -> None:
+    if not identity.is_person or not identity.human_presence:
+        raise forbidden("only a person decides; this credential is not a person's own")
+    assigned = (item.assigned_group and item.assigned_group in identity.groups) or (
+        item.assigned_person and identity.email and item.assigned_person.lower() == identity.email.lower())
+    if not assigned:
+        raise forbidden("this work item is not assigned to you")
+
+
+def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str, decision: str, output=None,
+           evidence=None, summary=None, next_choice=None, reason=None, note=None, now) -> RunContext:
+    issues = argument_issues(decision=decision, output=output, evidence=evidence, summary=summary,
+                             next_choice=next_choice, reason=reason, note=note)
+    if issues:
+        raise invalid("these arguments do not go with this decision", issues)
+    ctx = RunContext.load(organization=identity.organization, run_id=run_id, now=now)
+    ctx.ensure_open()
+    item = _item(ctx, work_item_id)
+    if snapshot != ctx.run.snapshot:
+        raise stale("the run data changed since this snapshot was read; read the run again")
+    _check_person(identity, item)
+
+    allowed = DECISIONS[item.kind]
+    if decision not in allowed:
+        raise not_accepted([f'decision: "{decision}" is not accepted on this item; one of {", ".join(allowed)}'])
+    if decision in NEEDS_NOTE and (note is None or not note.strip()):
+        raise not_accepted(["note: required"])
+
+    step = ctx.step(item.step_id)
+    by = identity.ref
+    ctx.close_item(item, decision=decision, by=by)
+    if decision == "completed":
+        candidate = ctx.states[step.id].candidate
+        if output is None and candidate is not None:
+            output, evidence = candidate.get("output"), candidate.get("evidence")
+            summary = summary if summary is not None else candidate.get("summary")
+            next_choice = next_choice if next_choice is not None else candidate.get("next")
+            reason = reason if reason is not None else candidate.get("reason")
+        problems, record = accept(ctx=ctx, step=step, output=output if output is not None else {},
+                                  evidence=evidence, summary=summary, next_choice=next_choice, reason=reason,
+                                  by=by, summary_required=False)
+        if problems:
+            raise not_accepted(problems)
+        ctx.complete(step.id, record, route=next_choice if step.routes else None)
+    elif decision == "approved":
+        record = {"decision": "approved", "by": by, "at": iso(ctx.now)}
+        if note is not None:
+            record["note"] = note
+        ctx.complete(step.id, record)
+    elif decision == "rejected":
+        ctx.reject(step.id, note=note, by=by)
+    elif decision == "returned":
+        ctx.return_escalated(step.id, note=note, by=by)
+    elif decision == "failed":
+        ctx.fail_step(step.id, by=by, note=note)
+    else:  # pragma: no cover - the schema allows only the five decisions
+        raise ToolError("invalid", f"unknown decision {decision}")
+    ctx.save()
+    return ctx

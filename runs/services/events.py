@@ -1,0 +1,35 @@
+"""send_event (spec §3.6): events held per run, consumed oldest first by the wait_for they name."""
+
+import re
+
+from agentprocess.errors import forbidden, invalid
+from agentprocess.identity import Identity
+
+from ..models import Event
+from . import rundata
+from .engine import RunContext
+
+EVENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None, now) -> str | None:
+    """Deliver the event; returns the wait_for step that consumed it, or None when it is held."""
+    ctx = RunContext.load(organization=identity.organization, run_id=run_id, now=now)
+    ctx.ensure_open()
+    if not (identity.is_agent or identity.is_operator):
+        raise forbidden("events come from agents and operators")
+    issues = []
+    if not EVENT_NAME.match(name):
+        issues.append(f'name: "{name}" does not match ^[a-z][a-z0-9_-]{{0,63}}$')
+    # Held data must still fit once a wait consumes it into run data.
+    size_problem = rundata.size_issue(ctx.run.inputs, {**ctx.steps_data, "_event": {"output": data or {}}})
+    if size_problem:
+        issues.append(size_problem.replace("run data:", "data:", 1))
+    if issues:
+        raise invalid("the event was not delivered", issues)
+    event = Event.objects.create(run=ctx.run, name=name, data=data, sent_by=identity.ref, created_at=now)
+    waiting = ctx.waiting_for(name)
+    if waiting is not None:
+        ctx.deliver_event(waiting.id, event)
+    ctx.save()
+    return waiting.id if waiting else None

@@ -1,0 +1,115 @@
+"""claim and renew (spec §3.3): one caller holds a step under a lease; tokens name the lease."""
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from agentprocess.errors import (
+    CLAIMED_BY_OTHER,
+    CLAIMED_BY_YOU,
+    NOT_READY,
+    conflict,
+    forbidden,
+    not_found,
+    run_ended,
+    stale,
+)
+from agentprocess.identity import Identity
+
+from ..models import Run, StepState
+from . import tokens
+from .engine import CLAIMED, READY, effective_handoff, lapsed
+
+
+@dataclass
+class Lease:
+    token: str
+    expires_at: dt.datetime
+    state: StepState
+
+
+def _lease_seconds() -> dt.timedelta:
+    return dt.timedelta(seconds=settings.LEASE_SECONDS)
+
+
+def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
+    state = (
+        StepState.objects.select_related("run")
+        .filter(run_id=run_id, organization=identity.organization, step_id=step_id)
+        .first()
+    )
+    if state is None:
+        if not Run.objects.filter(pk=run_id, organization=identity.organization).exists():
+            raise not_found(f"no run {run_id} in this organization")
+        raise not_found(f"run {run_id} has no step {step_id}")
+    return state
+
+
+def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) -> Lease:
+    """Take the step under a fresh lease. Optimistic: the UPDATE only lands if nobody moved first."""
+    if not identity.is_agent:
+        raise forbidden("claim is for agent identities; people decide their work items")
+    for _attempt in range(3):
+        state = _load_step(identity, run_id, step_id)
+        if state.run.is_over:
+            raise run_ended()
+        if state.kind != "agent":
+            raise forbidden(f"{step_id} is a {state.kind} step; only agent steps are claimed")
+        if state.state == CLAIMED and not lapsed(state, now):
+            if state.claimed_by == identity.ref:
+                raise conflict(CLAIMED_BY_YOU, "you already hold a live claim on this step")
+            raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
+        if state.state not in (READY, CLAIMED):
+            raise conflict(NOT_READY, f"{step_id} is not ready")
+        handoff = effective_handoff(state, now)
+        generation = state.lease_gen + 1
+        expires_at = now + _lease_seconds()
+        moved = StepState.objects.filter(pk=state.pk, lease_gen=state.lease_gen, state=state.state).update(
+            state=CLAIMED, claimed_by=identity.ref, lease_gen=generation, lease_expires_at=expires_at,
+            progress=None, handoff=handoff,
+        )
+        if moved:
+            state.state, state.claimed_by, state.lease_gen = CLAIMED, identity.ref, generation
+            state.lease_expires_at, state.progress, state.handoff = expires_at, None, handoff
+            token = tokens.issue(organization_id=identity.organization.id, run_id=run_id, step_id=step_id,
+                                 generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now)
+            return Lease(token=token, expires_at=expires_at, state=state)
+    raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
+
+
+def check_lease(identity: Identity, lease: tokens.LeaseClaim, state: StepState | None, run: Run, now) -> StepState:
+    """The order of spec §3.5 and tools.md: run_ended first, then whose token, then stale."""
+    if run.is_over:
+        raise run_ended()
+    if state is None:
+        raise not_found(f"run {run.id} has no step {lease.step_id}")
+    if lease.holder != identity.ref:
+        raise forbidden("this token was issued to another identity")
+    if state.lease_gen != lease.generation or state.state != CLAIMED or lapsed(state, now):
+        raise stale("the lease of this token ended or was replaced; call get_work again")
+    return state
+
+
+def verified_lease(identity: Identity, token: str) -> tokens.LeaseClaim:
+    lease = tokens.verify(token)
+    if lease.organization_id != identity.organization.id:
+        raise not_found("no such claim in this organization")
+    return lease
+
+
+def renew(*, identity: Identity, token: str, progress: str | None, now: dt.datetime) -> Lease:
+    lease = verified_lease(identity, token)
+    state = _load_step(identity, lease.run_id, lease.step_id)
+    check_lease(identity, lease, state, state.run, now)
+    generation = state.lease_gen + 1
+    expires_at = now + _lease_seconds()
+    changes = {"lease_gen": generation, "lease_expires_at": expires_at}
+    if progress is not None:
+        changes["progress"] = progress
+    moved = StepState.objects.filter(pk=state.pk, lease_gen=state.lease_gen, state=CLAIMED).update(**changes)
+    if not moved:
+        raise stale("the lease of this token ended or was replaced; call get_work again")
+    new_token = tokens.issue(organization_id=identity.organization.id, run_id=lease.run_id, step_id=lease.step_id,
+                             generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now)
+    return Lease(token=new_token, expires_at=expires_at, state=state)

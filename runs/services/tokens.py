@@ -1,0 +1,70 @@
+"""Lease tokens (spec §6 rule 2): signed JWTs naming the lease generation they were issued for.
+
+The signature makes them unforgeable; the generation, compared with the step row, makes them
+stale the moment the lease is renewed, replaced, lapsed or the run ends.
+"""
+
+import datetime as dt
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+import jwt
+from django.conf import settings
+
+from agentprocess.errors import invalid
+
+ISSUER = "agentprocess"
+AUDIENCE = "lease"
+
+
+def _key() -> bytes:
+    # A key of its own, derived from SECRET_KEY, so lease tokens cannot be confused with other signatures.
+    return hmac.new(settings.SECRET_KEY.encode(), b"agentprocess lease tokens", hashlib.sha256).digest()
+
+
+@dataclass(frozen=True)
+class LeaseClaim:
+    organization_id: int
+    run_id: str
+    step_id: str
+    generation: int
+    holder: str
+
+
+def issue(*, organization_id: int, run_id: str, step_id: str, generation: int, holder: str,
+          expires_at: dt.datetime, issued_at: dt.datetime) -> str:
+    payload = {
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "sub": holder,
+        "org": organization_id,
+        "run": run_id,
+        "step": step_id,
+        "gen": generation,
+        "iat": int(issued_at.timestamp()),
+        "exp": int(expires_at.timestamp()),
+    }
+    return jwt.encode(payload, _key(), algorithm="HS256")
+
+
+def verify(token: str) -> LeaseClaim:
+    """Check the signature only; expiry and generation are judged against the database."""
+    try:
+        payload = jwt.decode(
+            token,
+            _key(),
+            algorithms=["HS256"],
+            audience=AUDIENCE,
+            issuer=ISSUER,
+            options={"verify_exp": False, "require": ["run", "step", "gen", "org", "sub"]},
+        )
+        return LeaseClaim(
+            organization_id=int(payload["org"]),
+            run_id=str(payload["run"]),
+            step_id=str(payload["step"]),
+            generation=int(payload["gen"]),
+            holder=str(payload["sub"]),
+        )
+    except (jwt.PyJWTError, ValueError, TypeError) as error:
+        raise invalid("the token does not verify", ["token: does not verify"]) from error

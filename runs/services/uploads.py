@@ -1,0 +1,37 @@
+"""upload (spec §5): base64 bytes, size-limited, stored with their SHA-256 in the caller's organization."""
+
+import base64
+import binascii
+import hashlib
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+
+from agentprocess.errors import invalid
+from agentprocess.identity import Identity
+
+from ..models import Upload
+
+
+def upload(*, identity: Identity, file_name: str, content_type: str, content_base64: str, now) -> Upload:
+    limit = settings.MAX_UPLOAD_BYTES
+    if len(content_base64) > (limit + 2) // 3 * 4 + 4:
+        raise invalid("the file is too large", [f"contentBase64: more than maxUploadBytes ({limit}) bytes"])
+    try:
+        content = base64.b64decode(content_base64, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise invalid("the content is not base64", ["contentBase64: not valid base64"]) from error
+    if len(content) > limit:
+        raise invalid("the file is too large", [f"contentBase64: {len(content)} bytes, more than maxUploadBytes ({limit})"])
+    row = Upload(
+        organization=identity.organization,
+        file_name=file_name,
+        content_type=content_type,
+        size=len(content),
+        sha256=hashlib.sha256(content).hexdigest(),
+        uploaded_by=identity.ref,
+        created_at=now,
+    )
+    row.file.save(row.id, ContentFile(content), save=False)
+    row.save(force_insert=True)
+    return row
