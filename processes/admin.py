@@ -7,6 +7,7 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from agentprocess.models import Organization
 from agentprocess.organizations import default_organization
@@ -43,7 +44,7 @@ class ImportForm(forms.Form):
 
 def _issues_html(issues):
     if not issues:
-        return format_html('<span style="color:#0E5E59">No issues.</span>')
+        return mark_safe('<span style="color:#0E5E59">No issues.</span>')
     return format_html(
         '<ul class="errorlist" style="margin:0">{}</ul>', format_html_join("", "<li>{}</li>", ((i,) for i in issues))
     )

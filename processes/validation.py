@@ -200,6 +200,7 @@ class _Checker:
         self.inputs = inputs if isinstance(inputs, dict) else {}
         self.out: list[str] = []
         self.branch_of: dict[int, list[tuple[int, int]]] = {}  # member -> [(parallel step, entry)]
+        self.declared = [self.declared_edges(index) for index in range(len(self.steps))]
 
     def issues(self) -> list[str]:
         self.check_top_level()
@@ -227,7 +228,7 @@ class _Checker:
         return step_id if isinstance(step_id, str) and step_id else f"steps[{index}]"
 
     def is_step(self, index) -> bool:
-        return isinstance(index, int) and isinstance(self.steps[index], dict)
+        return isinstance(index, int) and 0 <= index < len(self.steps) and isinstance(self.steps[index], dict)
 
     # ------------------------------------------------------------ top level
 
@@ -556,23 +557,33 @@ class _Checker:
     # ------------------------------------------------------------ the whole graph
 
     def edges(self, index: int) -> list[tuple[str, object]]:
-        """(edge kind, target index or JOIN) for every edge leaving a step (spec §2.2)."""
-        step = self.steps[index]
-        if not isinstance(step, dict):  # already refused; let the run flow past it, not report more
-            return [("default", index + 1)] if index + 1 < len(self.steps) else []
-        kind = self.kinds[index]
+        """(edge kind, target index or JOIN) for every edge leaving a step (spec §2.2): next,
+        default (the following step), on_timeout, on_reject and fork (a parallel step's entries)."""
+        return self.declared[index] + self.default_edge(index)
+
+    def declared_edges(self, index: int) -> list[tuple[str, object]]:
+        step, kind = self.steps[index], self.kinds[index]
+        if not isinstance(step, dict):
+            return []
         result: list[tuple[str, object]] = []
         if self.has_key(step, kind, "next"):
             result += [("next", self.resolve(name)) for name in _next_targets(step)]
-        elif kind != "finish" and index + 1 < len(self.steps) and not self.branch_of.get(index):
-            result.append(("default", index + 1))  # inside a branch the default does not apply
         for key in ("on_timeout", "on_reject"):
             if self.has_key(step, kind, key) and isinstance(step[key], str):
                 result.append((key, self.resolve(step[key])))
         if kind == "parallel" and isinstance(step["parallel"], list):
             forks = [self.ids.get(entry) for entry in step["parallel"] if isinstance(entry, str)]
-            result += [("fork", entry) for entry in forks if entry is not None and entry != index]
+            result += [("fork", entry) for entry in forks if entry != index]
         return [(label, target) for label, target in result if target is not None]
+
+    def default_edge(self, index: int) -> list[tuple[str, object]]:
+        step, kind = self.steps[index], self.kinds[index]
+        if index + 1 >= len(self.steps) or kind == "finish" or self.branch_of.get(index):
+            return []  # inside a branch the following-step default does not apply
+        if isinstance(step, dict) and self.has_key(step, kind, "next"):
+            return []
+        # A step that is not a mapping is already refused; the run flows past it so nothing more is reported.
+        return [("default", index + 1)]
 
     def has_key(self, step: dict, kind, key: str) -> bool:
         return key in step and (kind is None or kind in OPTIONAL_KEYS[key])
@@ -650,9 +661,9 @@ class _ParallelRules:
                 found.append(index)
         return found
 
-    def explicit(self, index: int) -> list:
-        step = self.c.steps[index]
-        return _explicit_targets(step, self.c.ids, True) if isinstance(step, dict) else []
+    def explicit(self, index: int, keys=("next", "on_timeout")) -> list:
+        """Targets of the step's own next and on_timeout (never the following-step default)."""
+        return [target for label, target in self.c.declared[index] if label in keys]
 
     def find_leads_to_join(self) -> set[int]:
         """Steps from which next (explicit or default) and on_timeout edges reach join."""
@@ -711,16 +722,11 @@ class _ParallelRules:
         step = c.steps[index]
         if "next" not in step:
             c.add(index, f"is in a branch of {parallel_name}, so it must name next explicitly (join ends the branch)")
-        for key in ("next", "on_timeout"):
-            for target in self.key_targets(step, key):
-                problem = self.edge_problem(target, p)
-                if problem:
-                    c.add(index, f"{key} names {problem}")
+        for label, target in c.declared[index]:
+            problem = self.edge_problem(target, p) if label in ("next", "on_timeout") else None
+            if problem:
+                c.add(index, f"{label} names {problem}")
         self.check_member_reject(index, step, parallel_name)
-
-    def key_targets(self, step: dict, key: str) -> list:
-        names = _next_targets(step) if key == "next" else [step.get(key)]
-        return [self.c.resolve(name) for name in names if isinstance(name, str) and self.c.resolve(name) is not None]
 
     def check_member_reject(self, index: int, step: dict, parallel_name: str) -> None:
         target = step.get("on_reject")
@@ -758,11 +764,9 @@ class _ParallelRules:
 
     def check_outside_step(self, index: int) -> None:
         c = self.c
-        step = c.steps[index]
-        for key in ("next", "on_timeout"):
-            if JOIN in [name for name in self.raw_names(step, key)]:
-                c.add(index, f"{key} is join, but join is allowed only inside a branch")
         for label, target in c.edges(index):
+            if target == JOIN:
+                c.add(index, f"{label} is join, but join is allowed only inside a branch")
             if label == "fork" or target == JOIN or target not in c.branch_of:
                 continue
             where = f"which is inside a branch of {show(c.name_of(c.branch_of[target][0][0]))}"
@@ -773,11 +777,6 @@ class _ParallelRules:
                 c.add(index, f"continues by default to {name}, {where}; name next")
             else:
                 c.add(index, f"{label} names {name}, {where}; only its parallel step enters a branch")
-
-    def raw_names(self, step: dict, key: str) -> list[str]:
-        if not self.c.has_key(step, step_kind(step), key):
-            return []
-        return _next_targets(step) if key == "next" else [step[key]] if isinstance(step[key], str) else []
 
 
 # ---------------------------------------------------------------- small rules

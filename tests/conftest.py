@@ -9,6 +9,8 @@ from agentprocess import clock
 
 from .support.actors import Actor
 
+pytest_plugins = ["tests.support.live"]
+
 CI = os.environ.get("CI", "").lower() == "true"
 
 
@@ -59,6 +61,8 @@ def _reset_clock():
 @pytest.fixture(autouse=True)
 def _media(tmp_path, settings):
     settings.MEDIA_ROOT = str(tmp_path / "media")
+    # Password hashing is deliberately slow; tests need it to work, not to resist brute force.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -111,9 +111,9 @@ def _issues_of(error) -> list[str]:
 
 def schema_issues(name: str, arguments) -> list[str]:
     issues = []
-    for error in sorted(_validator(name).iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]):
+    for error in _validator(name).iter_errors(arguments):
         issues.extend(_issues_of(error))
-    return issues
+    return sorted(issues)
 
 
 def call_tool(identity: Identity, name: str, arguments) -> dict:

@@ -1,5 +1,6 @@
 """Test actors: an identity plus its bearer token, calling tools in process or over REST."""
 
+import json
 import uuid
 from dataclasses import dataclass
 
@@ -39,3 +40,13 @@ class Actor:
 
 
 WRITES = {"start_run", "claim", "renew", "upload", "submit", "escalate", "decide", "cancel", "send_event"}
+
+
+def rest_call(client, token: str | None, tool: str, body=None, *, raw: bytes | None = None):
+    """POST /api/v1/tools/<tool> with the Django test client; returns (status, envelope), schema-checked."""
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    data = raw if raw is not None else json.dumps(body if body is not None else {})
+    response = client.post(f"/api/v1/tools/{tool}", data=data, content_type="application/json", **headers)
+    envelope = response.json()
+    check_envelope(tool, envelope)
+    return response.status_code, envelope, response

@@ -1,0 +1,28 @@
+"""The ASGI app: Django for everything, except /mcp, which goes to the MCP endpoint.
+
+Serve it with `uvicorn agentprocess.asgi:application` (any number of workers: MCP is stateless).
+Static files are served by WhiteNoise inside Django's middleware, so they work here as well.
+"""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentprocess.settings")
+# Set Django up before importing anything that touches models.
+django_app = get_asgi_application()
+
+from agentprocess.api.mcp import MCP_PATH, build_mcp_app  # noqa: E402
+
+mcp_app = build_mcp_app()
+
+
+async def application(scope, receive, send):
+    """A plain dispatcher rather than a Starlette Mount: a Mount would redirect /mcp to /mcp/ and
+    skip the MCP app's lifespan. /.well-known/oauth-protected-resource/mcp stays with Django."""
+    if scope["type"] == "lifespan":
+        # Django does not speak lifespan; the SDK's session manager needs it to start.
+        return await mcp_app(scope, receive, send)
+    if scope["type"] == "http" and scope["path"] == MCP_PATH:
+        return await mcp_app(scope, receive, send)
+    return await django_app(scope, receive, send)

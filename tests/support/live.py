@@ -1,0 +1,153 @@
+"""A real server process for tests: `uvicorn agentprocess.asgi:application` on a loopback port,
+talking to the pytest-django test database (SQLite file or PostgreSQL).
+
+Use the `live_server_url` fixture (it pulls in `transactional_db`, so rows the test writes are
+committed and the server process sees them, and the tables are emptied after each test):
+
+    def test_something(live_server_url, agent): ...
+
+One server process runs per test module (`live_asgi_server`); its log is attached to the report of
+every failing test that used it. `start_live_server()` starts one with other settings.
+Registered in tests/conftest.py with `pytest_plugins = ["tests.support.live"]`.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_SECONDS = 60
+# The server process refuses other Host headers on /mcp, as a production one would.
+DEFAULT_ENV = {"ALLOWED_HOSTS": "127.0.0.1,localhost"}
+_FAILED_TEST_LOG = pytest.StashKey()
+
+
+@dataclass
+class LiveServer:
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self, since: int = 0) -> str:
+        with self.log_path.open("rb") as log:
+            log.seek(since)
+            return log.read().decode("utf-8", "replace")
+
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size
+
+
+def database_url(settings_dict: dict) -> str:
+    """A DATABASE_URL (django-environ syntax) for the database Django is connected to right now;
+    inside a test that is the test database."""
+    engine, name = settings_dict["ENGINE"], settings_dict["NAME"]
+    if engine == "django.db.backends.sqlite3":
+        if not name or name == ":memory:" or str(name).startswith("file:"):
+            pytest.fail(f"a live server needs a SQLite test database in a file, not {name!r}: set TEST NAME")
+        return f"sqlite:///{Path(name).resolve()}"
+    if engine.startswith("django.db.backends.postgresql"):
+        user = quote(settings_dict.get("USER") or "", safe="")
+        password = settings_dict.get("PASSWORD") or ""
+        credentials = f"{user}:{quote(password, safe='')}@" if password else (f"{user}@" if user else "")
+        host = quote(settings_dict.get("HOST") or "", safe="")  # a socket directory is percent-encoded
+        port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+        options = {key: value for key, value in (settings_dict.get("OPTIONS") or {}).items()
+                   if isinstance(value, str | int)}
+        query = f"?{urlencode(options)}" if options else ""
+        return f"postgres://{credentials}{host}{port}/{quote(name, safe='')}{query}"
+    pytest.fail(f"no live server support for the database engine {engine}")
+
+
+def _answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url + "/mcp", timeout=2)  # without a token: a quick 401, no DB needed
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def start_live_server(db_url: str, workdir: Path, env: dict[str, str] | None = None) -> Iterator[LiveServer]:
+    """Run the ASGI app in a uvicorn subprocess (1 worker) until the block ends."""
+    # Bind the port here and hand the socket over (--fd): no window for another process to take it.
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    log_path = workdir / "server.log"
+    process_env = {
+        **os.environ,
+        **DEFAULT_ENV,
+        "DATABASE_URL": db_url,
+        "PUBLIC_BASE_URL": url,
+        "MEDIA_ROOT": str(workdir / "media"),
+        "PYTHONUNBUFFERED": "1",
+        **(env or {}),
+    }
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "agentprocess.asgi:application",
+             "--fd", str(listener.fileno()), "--workers", "1", "--log-level", "info"],
+            cwd=ROOT, env=process_env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(listener.fileno(),),
+        )
+    listener.close()
+    server = LiveServer(url=url, process=process, log_path=log_path)
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not _answers(url):
+            if process.poll() is not None:
+                raise RuntimeError(f"the live server exited with {process.returncode}:\n{server.log()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the live server did not answer within {STARTUP_SECONDS} s:\n{server.log()}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def live_asgi_server(django_db_setup, tmp_path_factory) -> Iterator[LiveServer]:
+    """One server process for the module, on the test database pytest-django created."""
+    from django.db import connection
+
+    with start_live_server(database_url(connection.settings_dict), tmp_path_factory.mktemp("live")) as server:
+        yield server
+
+
+@pytest.fixture
+def live_server_url(transactional_db, live_asgi_server, request) -> str:
+    """The base URL of the module's live server (no trailing slash)."""
+    if live_asgi_server.process.poll() is not None:
+        pytest.fail(f"the live server has exited:\n{live_asgi_server.log()}")
+    request.node.stash[_FAILED_TEST_LOG] = (live_asgi_server, live_asgi_server.log_size())
+    return live_asgi_server.url
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach what the server logged during a failing test to that test's report."""
+    report = yield
+    entry = item.stash.get(_FAILED_TEST_LOG, None)
+    if entry is not None and report.failed:
+        server, since = entry
+        report.sections.append((f"live server log ({call.when})", server.log(since) or "(empty)"))
+    return report

@@ -1,0 +1,211 @@
+"""MCP over Streamable HTTP, driven with the official MCP Python client against a real server process
+(tests/support/live.py): tool listing, the envelope as structuredContent, bearer authentication."""
+
+import base64
+import hashlib
+import json
+import uuid
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from agentprocess.api.auth import UNAUTHENTICATED
+from agentprocess.capabilities import offered_tools
+from tests.support.envelopes import check_envelope
+from tests.support.spec import EXAMPLES, SCHEMAS, spec_present
+
+pytestmark = pytest.mark.live
+
+LEGACY_VERSION = "2025-11-25"
+MODERN_VERSION = "2026-07-28"
+
+
+@asynccontextmanager
+async def mcp_client(base_url: str, token: str, mode: str = "auto"):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{base_url}/mcp", http_client=http), mode=mode) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, **arguments) -> dict:
+    """One tools/call; checks the result carries the envelope both ways and returns it."""
+    result = await client.call_tool(tool, arguments or None)
+    envelope = result.structured_content
+    check_envelope(tool, envelope)
+    assert result.is_error is (not envelope["ok"])
+    [text] = result.content
+    assert text.type == "text" and json.loads(text.text) == envelope
+    return envelope
+
+
+async def ok(client: Client, tool: str, **arguments) -> dict:
+    envelope = await call(client, tool, **arguments)
+    assert envelope["ok"], envelope
+    return envelope["data"]
+
+
+def new_request_id() -> str:
+    return str(uuid.uuid4())
+
+
+def test_supplier_onboarding_agent_loop_over_mcp(live_server_url, publish, agent):
+    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+    report = b"Screening report: no hits on OFAC or EU lists for Acme."
+
+    async def scenario():
+        async with mcp_client(live_server_url, agent.token) as client:
+            described = await ok(client, "describe")
+            assert described["tools"] == offered_tools()
+
+            processes = await ok(client, "list_processes")
+            assert "supplier-onboarding" in [item["name"] for item in processes["items"]]
+
+            view = await ok(client, "start_run", process="supplier-onboarding",
+                            inputs={"vendorName": "Acme", "amount": 48000}, requestId=new_request_id())
+            run_id = view["run"]["id"]
+
+            [item] = (await ok(client, "get_work"))["items"]
+            assert (item["runId"], item["stepId"]) == (run_id, "check_vendor")
+            assert item["claim"] == {"tool": "claim", "arguments": {
+                "runId": run_id, "stepId": "check_vendor", "requestId": "<new UUID>"}}
+
+            claim = await ok(client, "claim", **{**item["claim"]["arguments"], "requestId": new_request_id()})
+            assert claim["step"]["id"] == "check_vendor"
+
+            upload = await ok(client, "upload", fileName="screening.txt", contentType="text/plain",
+                              contentBase64=base64.b64encode(report).decode(), requestId=new_request_id())
+            assert upload["sha256"] == hashlib.sha256(report).hexdigest()
+            assert upload["bytes"] == len(report)
+
+            refused = await call(client, "submit", token=claim["token"],
+                                 output={"cleared": "yes", "summary": "No hits."},
+                                 summary="Searched both lists by legal name.", requestId=new_request_id())
+            assert not refused["ok"]
+            assert refused["error"]["code"] == "not_accepted"
+            assert sorted(refused["error"]["issues"]) == sorted([
+                "output.cleared: expected boolean",
+                "evidence: file required",
+                "next: required, one of approve, decline",
+                "reason: required",
+            ])
+
+            view = await ok(client, "submit", token=claim["token"], output={"cleared": True, "summary": "No hits."},
+                            evidence=[{"kind": "file", "ref": upload["id"]}],
+                            summary="Searched both lists by legal name. No hits.", next="approve",
+                            reason="Vendor is cleared on both lists.", requestId=new_request_id())
+            return run_id, upload, view
+
+    run_id, upload, view = anyio.run(scenario)
+    states = {step["id"]: step["state"] for step in view["steps"]}
+    assert states == {"check_vendor": "done", "approve": "waiting", "decline": None, "done": None}
+    [work_item] = view["workItems"]
+    assert (work_item["stepId"], work_item["assignedTo"]) == ("approve", {"group": "finance"})
+    [evidence] = view["data"]["steps"]["check_vendor"]["evidence"]
+    assert (evidence["kind"], evidence["ref"], evidence["sha256"]) == ("file", upload["id"], upload["sha256"])
+    assert evidence["url"].startswith(live_server_url + "/")
+
+
+def test_tools_list_publishes_every_offered_tool_with_its_spec_argument_schema(live_server_url, agent):
+    async def listing():
+        async with mcp_client(live_server_url, agent.token) as client:
+            return (await client.list_tools()).tools
+
+    tools = anyio.run(listing)
+    assert [tool.name for tool in tools] == offered_tools()
+    assert all(tool.description for tool in tools)
+    assert all(tool.output_schema and tool.output_schema["required"] == ["ok"] for tool in tools)
+    if not spec_present():
+        pytest.skip(f"the specification is not at {SCHEMAS}; argument schemas not compared")
+    for tool in tools:
+        spec_schema = json.loads((SCHEMAS / "tools" / f"{tool.name}.arguments.json").read_text())
+        del spec_schema["$schema"], spec_schema["$id"]
+        assert tool.input_schema == spec_schema, tool.name
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer not-a-token", "Basic dXNlcjpwdw=="])
+def test_mcp_without_a_valid_bearer_token_is_401_with_a_challenge(live_server_url, authorization):
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if authorization:
+        headers["Authorization"] = authorization
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe"}}
+    response = httpx2.post(f"{live_server_url}/mcp", headers=headers, json=body)
+    assert response.status_code == 401
+    challenge = response.headers["WWW-Authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert f'resource_metadata="{live_server_url}/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert response.json() == UNAUTHENTICATED
+
+
+def test_arguments_breaking_the_schema_come_back_as_an_invalid_envelope(live_server_url, agent):
+    async def calls():
+        async with mcp_client(live_server_url, agent.token) as client:
+            missing = await client.call_tool("claim", {"runId": "r_1", "stepId": "check_vendor"})
+            unknown = await client.call_tool("no_such_tool", {})
+            return missing, unknown
+
+    missing, unknown = anyio.run(calls)
+    assert missing.is_error is True
+    assert missing.structured_content["ok"] is False
+    assert missing.structured_content["error"]["code"] == "invalid"
+    assert missing.structured_content["error"]["issues"] == ["requestId: missing"]
+    check_envelope("claim", missing.structured_content)
+    assert unknown.is_error is True
+    assert unknown.structured_content["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize(("mode", "version"), [("auto", MODERN_VERSION), ("legacy", LEGACY_VERSION)])
+def test_both_protocol_eras_serve_tools(live_server_url, agent, mode, version):
+    async def describe():
+        async with mcp_client(live_server_url, agent.token, mode=mode) as client:
+            return client.protocol_version, await ok(client, "describe")
+
+    negotiated, described = anyio.run(describe)
+    assert negotiated == version
+    assert described["protocol"] == "agentprocess"
+
+
+def test_each_request_acts_as_its_own_bearer(live_server_url, publish, agent, make_person):
+    """Identity comes from each HTTP request's token: concurrent calls by two identities stay apart."""
+    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+    finance = make_person("fin@example.com", groups=["finance"])
+
+    async def both():
+        async with mcp_client(live_server_url, agent.token) as as_agent, \
+                mcp_client(live_server_url, finance.token) as as_person:
+            await ok(as_agent, "start_run", process="supplier-onboarding",
+                     inputs={"vendorName": "Acme", "amount": 1}, requestId=new_request_id())
+            results = {}
+
+            async def work(name, client):
+                results[name] = [await ok(client, "get_work") for _ in range(5)]
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(work, "agent", as_agent)
+                group.start_soon(work, "person", as_person)
+            return results
+
+    results = anyio.run(both)
+    assert all([item["stepId"] for item in page["items"]] == ["check_vendor"] for page in results["agent"])
+    assert all(page["items"] == [] for page in results["person"])
+
+
+def test_get_on_mcp_is_405_and_a_foreign_host_is_refused(live_server_url, agent):
+    auth = {"Authorization": f"Bearer {agent.token}"}
+    response = httpx2.get(f"{live_server_url}/mcp", headers=auth, timeout=5)
+    assert (response.status_code, response.headers["Allow"]) == (405, "POST")
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe"}}
+    headers = {**auth, "Host": "evil.example", "Accept": "application/json, text/event-stream"}
+    response = httpx2.post(f"{live_server_url}/mcp", headers=headers, json=body, timeout=5)
+    assert response.status_code == 421
+
+
+def test_the_asgi_app_still_serves_django_and_its_static_files(live_server_url):
+    static = httpx2.get(f"{live_server_url}/static/admin/css/base.css", timeout=5)
+    assert static.status_code == 200 and "text/css" in static.headers["Content-Type"]
+    rest = httpx2.post(f"{live_server_url}/api/v1/tools/describe", json={}, timeout=5)
+    assert rest.status_code == 401

@@ -1,0 +1,161 @@
+"""The REST transport (DESIGN.md): POST /api/v1/tools/<tool>, the spec envelope, HTTP statuses."""
+
+import base64
+import threading
+import uuid
+
+import pytest
+from django.db import connection
+
+from tests.support.actors import rest_call
+from tests.support.spec import EXAMPLES
+
+ONBOARDING = {"vendorName": "Acme", "amount": 48000}
+
+
+@pytest.fixture
+def onboarding(publish):
+    return publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+
+
+def rid():
+    return str(uuid.uuid4())
+
+
+def test_the_agent_flow_over_rest(client, onboarding, agent, make_person):
+    finance = make_person("fin@example.com", groups=["finance"])
+    status, env, _ = rest_call(client, agent.token, "describe")
+    assert status == 200 and env["data"]["protocol"] == "agentprocess"
+    status, env, _ = rest_call(client, agent.token, "list_processes")
+    assert [p["name"] for p in env["data"]["items"]] == ["supplier-onboarding"]
+    status, env, _ = rest_call(client, agent.token, "start_run",
+                               {"process": "supplier-onboarding", "inputs": ONBOARDING, "requestId": rid()})
+    run_id = env["data"]["run"]["id"]
+    status, env, _ = rest_call(client, agent.token, "get_work", {})
+    assert env["data"]["items"][0]["claim"] == {
+        "tool": "claim", "arguments": {"runId": run_id, "stepId": "check_vendor", "requestId": "<new UUID>"}}
+    status, env, _ = rest_call(client, agent.token, "claim", {"runId": run_id, "stepId": "check_vendor", "requestId": rid()})
+    token = env["data"]["token"]
+    assert env["data"]["step"]["next"] == [{"to": "approve", "when": "Vendor is cleared on both lists"},
+                                           {"to": "decline", "when": "Any sanctions hit"}]
+    status, env, _ = rest_call(client, agent.token, "upload", {
+        "fileName": "r.pdf", "contentType": "application/pdf", "contentBase64": base64.b64encode(b"%PDF").decode(),
+        "requestId": rid()})
+    file_id = env["data"]["id"]
+    status, env, _ = rest_call(client, agent.token, "submit", {
+        "token": token, "output": {"cleared": "yes"}, "summary": "", "requestId": rid()})
+    assert status == 422
+    assert env["error"]["issues"] == [
+        "summary: missing", "output.cleared: expected boolean", "output.summary: missing", "evidence: file required",
+        "next: required, one of approve, decline", "reason: required"]
+    status, env, _ = rest_call(client, agent.token, "submit", {
+        "token": token, "output": {"cleared": True, "summary": "No hits."}, "summary": "Searched both lists.",
+        "evidence": [{"kind": "file", "ref": file_id}], "next": "approve", "reason": "Cleared", "requestId": rid()})
+    assert status == 200
+    item = env["data"]["workItems"][0]
+    status, env, _ = rest_call(client, finance.token, "decide", {
+        "runId": run_id, "workItemId": item["id"], "snapshot": item["snapshot"], "decision": "approved",
+        "requestId": rid()})
+    assert (status, env["data"]["run"]["outcome"]) == (200, "onboarded")
+    status, env, _ = rest_call(client, finance.token, "list_runs", {"process": "supplier-onboarding"})
+    assert [r["id"] for r in env["data"]["items"]] == [run_id]
+
+
+def test_every_error_code_has_its_http_status(client, onboarding, agent, make_agent, make_person):
+    """DESIGN.md: invalid 400; forbidden 403; not_found 404; conflict and stale 409; not_accepted 422;
+    retry 503 (test_busy_database_answers_retry_503); 401 with no credential."""
+    other = make_agent("other")
+    finance = make_person("fin@example.com", groups=["finance"])
+    _, env, _ = rest_call(client, agent.token, "start_run",
+                          {"process": "supplier-onboarding", "inputs": ONBOARDING, "requestId": rid()})
+    run_id = env["data"]["run"]["id"]
+
+    status, env, _ = rest_call(client, agent.token, "claim", {"runId": run_id, "stepId": "check_vendor"})
+    assert (status, env["error"]["code"], env["error"]["issues"]) == (400, "invalid", ["requestId: missing"])
+
+    status, env, _ = rest_call(client, agent.token, "get_run", {"runId": "r_nope"})
+    assert (status, env["error"]["code"]) == (404, "not_found")
+
+    _, env, _ = rest_call(client, agent.token, "claim", {"runId": run_id, "stepId": "check_vendor", "requestId": rid()})
+    old_token = env["data"]["token"]
+    status, env, _ = rest_call(client, other.token, "claim", {"runId": run_id, "stepId": "check_vendor", "requestId": rid()})
+    assert (status, env["error"]["code"], env["error"]["issues"]) == (409, "conflict", ["claimed_by_other"])
+
+    _, env, _ = rest_call(client, agent.token, "renew", {"token": old_token, "requestId": rid()})
+    status, env, _ = rest_call(client, agent.token, "submit", {"token": old_token, "output": {}, "summary": "x",
+                                                               "requestId": rid()})
+    assert (status, env["error"]["code"]) == (409, "stale")
+
+    status, env, _ = rest_call(client, finance.token, "cancel", {"runId": run_id, "reason": "no", "requestId": rid()})
+    assert (status, env["error"]["code"]) == (403, "forbidden")
+
+    status, env, _ = rest_call(client, agent.token, "submit", {"token": "not.a.token", "output": {}, "summary": "x",
+                                                               "requestId": rid()})
+    assert (status, env["error"]["code"], env["error"]["issues"]) == (400, "invalid", ["token: does not verify"])
+
+
+def test_no_or_unknown_credential_is_401_with_a_challenge(client, onboarding):
+    status, env, response = rest_call(client, None, "describe")
+    assert status == 401
+    assert env["error"]["code"] == "forbidden"
+    assert response["WWW-Authenticate"].startswith('Bearer realm="agentprocess", resource_metadata="')
+    status, env, response = rest_call(client, "apt_forged", "describe")
+    assert status == 401
+    assert 'error="invalid_token"' in response["WWW-Authenticate"]
+
+
+def test_malformed_body_and_unknown_tool(client, agent):
+    status, env, _ = rest_call(client, agent.token, "describe", raw=b"{not json")
+    assert (status, env["error"]["issues"]) == (400, ["body: not valid JSON"])
+    status, env, _ = rest_call(client, agent.token, "describe", [1, 2])
+    assert (status, env["error"]["issues"]) == (400, ["arguments: expected object"])
+    status, env, _ = rest_call(client, agent.token, "teleport", {})
+    assert (status, env["error"]["code"]) == (404, "not_found")
+    assert client.get("/api/v1/tools/describe").status_code == 405
+
+
+def test_schema_violations_are_invalid_with_every_issue(client, agent):
+    """§6 rule 3: a call whose arguments break the tool's schema is `invalid` before anything else."""
+    status, env, _ = rest_call(client, agent.token, "start_run",
+                               {"process": 5, "inputs": [], "mode": "prod", "extra": 1})
+    assert status == 400
+    assert env["error"]["issues"] == [
+        "extra: not an argument of this tool", "inputs: expected object", "mode: must be one of live, test",
+        "process: expected string", "requestId: missing"]
+    status, env, _ = rest_call(client, agent.token, "get_work", {"limit": 0})
+    assert env["error"]["issues"] == ["limit: must be at least 1"]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_busy_database_answers_retry_503(client, onboarding, agent):
+    """A write that cannot get the run's row lock in time answers `retry` (spec §4.3: transient)."""
+    _, env, _ = rest_call(client, agent.token, "start_run",
+                          {"process": "supplier-onboarding", "inputs": ONBOARDING, "requestId": rid()})
+    run_id = env["data"]["run"]["id"]
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_lock():
+        from django.db import connections, transaction
+
+        with transaction.atomic():
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT 1 FROM runs_run WHERE id = %s FOR UPDATE", [run_id])
+            holding.set()
+            release.wait(10)
+        connections["default"].close()
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    holding.wait(10)
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '200ms'")
+    try:
+        status, env, _ = rest_call(client, agent.token, "cancel",
+                                   {"runId": run_id, "reason": "stop", "requestId": rid()})
+    finally:
+        release.set()
+        holder.join()
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert (status, env["error"]["code"]) == (503, "retry")

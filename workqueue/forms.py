@@ -1,0 +1,433 @@
+"""Form widgets built from field declarations (spec §2.3), and the parsing of what a browser posts.
+
+The inbox does not judge values: it turns each widget's text into the JSON value the person meant
+(a number stays the exact number typed, a datetime gets its offset) and hands everything to the
+tool, which applies the rules. Text that cannot be read as the declared type is passed on as the
+string it is, so the tool reports the issue along with every other one; a short hint says why.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from processes.fields import normalize
+
+SCALARS = ("string", "number", "boolean", "date", "datetime", "person")
+NUMBER_PATTERN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+INTEGER_PATTERN = re.compile(r"[+-]?[0-9]+")
+LOCAL_DATETIME = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}:[0-9]{2})(:[0-9]{2}(?:\.[0-9]+)?)?")
+DATETIME_WITH_OFFSET = re.compile(r"(.+?)([Zz]|[+-][0-9]{2}:[0-9]{2})")
+TRUE_WORDS = ("true", "yes", "y", "1")
+FALSE_WORDS = ("false", "no", "n", "0")
+
+
+def _offsets() -> list[str]:
+    """UTC offsets in quarter hours from -12:00 to +14:00."""
+    values = []
+    for quarter in range(-48, 57):
+        sign = "-" if quarter < 0 else "+"
+        hours, minutes = divmod(abs(quarter) * 15, 60)
+        values.append(f"{sign}{hours:02d}:{minutes:02d}")
+    return values
+
+
+OFFSETS = _offsets()
+
+
+class Missing:
+    """The widget was left empty: the field is not sent (optional, or the tool says `missing`)."""
+
+
+MISSING = Missing()
+
+
+def parse_number(text: str):
+    """The exact JSON number typed (an int stays an int), or None when the text is not a number."""
+    text = text.strip()
+    if not NUMBER_PATTERN.fullmatch(text):
+        return None
+    if INTEGER_PATTERN.fullmatch(text):
+        return int(text)
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    return value
+
+
+def _scalar_from_text(kind: str, text: str):
+    """(value, hint) for one scalar typed as text; an unreadable value stays the text itself."""
+    if kind == "number":
+        number = parse_number(text)
+        return (text, f"{text!r} is not a number") if number is None else (number, None)
+    if kind == "boolean":
+        word = text.strip().lower()
+        if word in TRUE_WORDS:
+            return True, None
+        if word in FALSE_WORDS:
+            return False, None
+        return text, f"{text!r} is not yes or no"
+    return text, None
+
+
+def _as_text(kind: str, value) -> str:
+    """A typed value as the text its widget shows (for prefilling)."""
+    if kind == "boolean" and isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass
+class Widget:
+    """One declared field as a form control."""
+
+    name: str  # the declared field name
+    html_name: str  # safe form name: prefix + declaration index
+    spec: dict  # normalized field spec
+    control: str  # text, number, boolean, date, datetime, person, select, lines, checkboxes, json
+    raw: str = ""  # what the control shows
+    offset: str = "+00:00"  # datetime controls: the chosen UTC offset
+    selected: list[str] = field(default_factory=list)  # checkboxes: the chosen option values
+    choices: list[tuple[str, str]] = field(default_factory=list)  # (option value, label)
+    errors: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+    @property
+    def type(self) -> str:
+        return self.spec["type"]
+
+    @property
+    def optional(self) -> bool:
+        return bool(self.spec.get("optional"))
+
+    @property
+    def description(self) -> str | None:
+        return self.spec.get("description")
+
+    @property
+    def item_type(self) -> str | None:
+        items = self.spec.get("items")
+        return items["type"] if items else None
+
+    @property
+    def type_label(self) -> str:
+        if self.type == "list" and self.item_type:
+            return f"list of {self.item_type}"
+        return self.type
+
+    @property
+    def id(self) -> str:
+        return f"field-{self.html_name}"
+
+    @property
+    def input_type(self) -> str:
+        return {"text": "text", "number": "number", "date": "date", "person": "email"}.get(self.control, "text")
+
+    @property
+    def help(self) -> str:
+        return {
+            "lines": "One item per line.",
+            "json": "JSON " + ("array" if self.type == "list" else "object") + ", e.g. "
+                    + ('[{"key": "value"}]' if self.type == "list" else '{"key": "value"}'),
+            "datetime": "Local date and time, and its offset from UTC.",
+            "person": "The person's email address.",
+            "number": "The exact number; it is kept as typed, never rounded.",
+        }.get(self.control, "")
+
+    # --- filling ----------------------------------------------------------------------------
+    def fill_from_post(self, data) -> None:
+        if self.control == "checkboxes":
+            self.selected = data.getlist(self.html_name)
+            return
+        self.raw = data.get(self.html_name, "")
+        if self.control == "datetime":
+            self.offset = data.get(f"{self.html_name}.offset", self.offset)
+
+    def fill_from_value(self, value) -> None:
+        if value is None:
+            return
+        if self.control == "select":
+            self.raw = json.dumps(value, ensure_ascii=False)
+        elif self.control == "checkboxes":
+            self.selected = [json.dumps(item, ensure_ascii=False) for item in value] if isinstance(value, list) else []
+        elif self.control == "datetime" and isinstance(value, str):
+            match = DATETIME_WITH_OFFSET.fullmatch(value)
+            local, offset = (match.group(1), match.group(2)) if match else (value, "+00:00")
+            self.raw = local
+            self.offset = "+00:00" if offset in ("Z", "z") else offset
+        elif self.control == "lines" and isinstance(value, list):
+            self.raw = "\n".join(_as_text(self.item_type or "string", item) for item in value)
+        elif self.control == "json":
+            self.raw = json.dumps(value, indent=2, ensure_ascii=False)
+        else:
+            self.raw = _as_text(self.type, value)
+
+    # --- reading ----------------------------------------------------------------------------
+    def value(self):
+        """The JSON value to send, or MISSING when left empty; parse hints land in self.hints."""
+        self.hints = []
+        control = self.control
+        if control == "checkboxes":
+            return [self._option(choice) for choice in self.selected] if self.selected else MISSING
+        text = self.raw
+        if not text.strip():
+            return MISSING
+        if control == "select":
+            return self._option(text)
+        if control == "number":
+            return self._note(*_scalar_from_text("number", text))
+        if control == "boolean":
+            return self._note(*_scalar_from_text("boolean", text))
+        if control == "datetime":
+            return self._datetime(text.strip())
+        if control == "lines":
+            values = []
+            for line in text.splitlines():
+                if line.strip():
+                    values.append(self._note(*_scalar_from_text(self.item_type or "string", line.strip())))
+            return values
+        if control == "json":
+            try:
+                return json.loads(text)
+            except ValueError as error:
+                self.hints.append(f"not valid JSON ({error})")
+                return text
+        if control in ("date", "person"):
+            return text.strip()
+        return text
+
+    def _note(self, value, hint):
+        if hint:
+            self.hints.append(hint)
+        return value
+
+    def _option(self, text: str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def _datetime(self, text: str):
+        full = DATETIME_WITH_OFFSET.fullmatch(text)
+        if full and LOCAL_DATETIME.fullmatch(full.group(1)):
+            return text  # already carries an offset
+        match = LOCAL_DATETIME.fullmatch(text)
+        if not match:
+            self.hints.append(f"{text!r} is not a date and time")
+            return text
+        offset = self.offset if self.offset in OFFSETS else "+00:00"
+        offset = "Z" if offset in ("+00:00", "-00:00") else offset
+        return f"{match.group(1)}T{match.group(2)}{match.group(3) or ':00'}{offset}"
+
+
+def _control_for(spec: dict) -> str:
+    kind = spec["type"]
+    if spec.get("one_of") and kind in SCALARS:
+        return "select"
+    if kind == "list":
+        items = spec.get("items")
+        if items and items.get("one_of") and items["type"] in SCALARS:
+            return "checkboxes"
+        if items is None or items["type"] in SCALARS:
+            return "lines"
+        return "json"
+    if kind == "object":
+        return "json"
+    if kind == "string":
+        return "text"
+    return kind  # number, boolean, date, datetime, person
+
+
+def _choices(values: list, kind: str) -> list[tuple[str, str]]:
+    return [(json.dumps(choice, ensure_ascii=False), _choice_label(kind, choice)) for choice in values]
+
+
+def _choice_label(kind: str, value) -> str:
+    if kind == "boolean":
+        return "Yes" if value else "No"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def build_widgets(specs: dict | None, prefix: str) -> list[Widget]:
+    widgets = []
+    for index, (name, raw_spec) in enumerate((specs or {}).items()):
+        spec = normalize(raw_spec)
+        control = _control_for(spec)
+        widget = Widget(name=name, html_name=f"{prefix}{index}", spec=spec, control=control)
+        if control == "select":
+            widget.choices = _choices(spec["one_of"], spec["type"])
+        elif control == "checkboxes":
+            widget.choices = _choices(spec["items"]["one_of"], spec["items"]["type"])
+        elif control == "boolean":
+            widget.choices = [("true", "Yes"), ("false", "No")]
+        widgets.append(widget)
+    return widgets
+
+
+def read_widgets(widgets: list[Widget]) -> dict:
+    values = {}
+    for widget in widgets:
+        value = widget.value()
+        if value is not MISSING:
+            values[widget.name] = value
+    return values
+
+
+# ---------------------------------------------------------------- issues onto fields
+
+
+def issue_target(issue: str, field_names, prefix: str, others=()) -> str | None:
+    """The form field an issue line belongs to (`output.amount: expected number` → amount), or
+    `:<name>` for one of `others` (evidence, next, reason, note, summary); None → the general list."""
+    head = issue.split(": ", 1)[0] if ": " in issue else issue
+    if head.startswith(prefix + "."):
+        rest = head[len(prefix) + 1 :]
+        for name in sorted(field_names, key=len, reverse=True):
+            if rest == name or rest.startswith(name + "[") or rest.startswith(name + "."):
+                return name
+        return None
+    word = re.split(r"[ .\[]", head, maxsplit=1)[0]
+    if word in others:
+        return ":" + word
+    return None
+
+
+@dataclass
+class Issues:
+    """Every issue of one answer, each in exactly one place: a widget, a named part, or general."""
+
+    by_field: dict[str, list[str]] = field(default_factory=dict)
+    by_part: dict[str, list[str]] = field(default_factory=dict)
+    general: list[str] = field(default_factory=list)
+
+    @classmethod
+    def sort(cls, issues, field_names, prefix: str, others=()) -> "Issues":
+        result = cls()
+        for issue in issues or []:
+            target = issue_target(issue, field_names, prefix, others)
+            if target is None:
+                result.general.append(issue)
+            elif target.startswith(":"):
+                result.by_part.setdefault(target[1:], []).append(issue)
+            else:
+                result.by_field.setdefault(target, []).append(issue)
+        return result
+
+    def apply(self, widgets: list[Widget]) -> None:
+        for widget in widgets:
+            widget.errors = list(self.by_field.get(widget.name, []))
+
+    @property
+    def count(self) -> int:
+        return len(self.general) + sum(map(len, self.by_field.values())) + sum(map(len, self.by_part.values()))
+
+
+# ---------------------------------------------------------------- the decision form
+
+PARTS = ("evidence", "next", "reason", "note", "summary", "decision")
+
+
+@dataclass
+class Attached:
+    ref: str
+    name: str
+
+    @property
+    def token(self) -> str:
+        return f"{self.ref}|{self.name}"
+
+
+class DecisionForm:
+    """The form of one work item: its output widgets, evidence, route, summary, note and decisions.
+
+    `requirements` is the work item's `output`, `evidence` and `next` exactly as the tools give them.
+    """
+
+    def __init__(self, *, requirements: dict, decisions: list[str]):
+        self.widgets = build_widgets(requirements.get("output"), "out.")
+        self.evidence_kinds = list(requirements.get("evidence") or [])
+        self.routes = list(requirements.get("next") or [])
+        self.decisions = list(decisions)
+        self.attached: list[Attached] = []
+        self.links = ""
+        self.summary = ""
+        self.next = ""
+        self.reason = ""
+        self.note = ""
+        self.part_errors: dict[str, list[str]] = {}
+        self.general_errors: list[str] = []
+
+    @property
+    def completes(self) -> bool:
+        return "completed" in self.decisions
+
+    @property
+    def field_names(self) -> list[str]:
+        return [widget.name for widget in self.widgets]
+
+    def fill_from_post(self, data) -> None:
+        for widget in self.widgets:
+            widget.fill_from_post(data)
+        self.attached = []
+        for token in data.getlist("attached"):
+            ref, _, name = token.partition("|")
+            if ref:
+                self.attached.append(Attached(ref=ref, name=name or ref))
+        self.links = data.get("evidence_links", "")
+        self.summary = data.get("summary", "")
+        self.next = data.get("next", "")
+        self.reason = data.get("reason", "")
+        self.note = data.get("note", "")
+
+    def fill_from_candidate(self, candidate: dict | None) -> None:
+        """Prefill with a submission an agent left behind (check profile: a held candidate)."""
+        if not isinstance(candidate, dict):
+            return
+        output = candidate.get("output") if isinstance(candidate.get("output"), dict) else {}
+        for widget in self.widgets:
+            widget.fill_from_value(output.get(widget.name))
+        links = []
+        for item in candidate.get("evidence") or []:
+            if item.get("kind") == "file":
+                self.attached.append(Attached(ref=item["ref"], name=item["ref"]))
+            elif item.get("kind") == "link":
+                links.append(item.get("ref", ""))
+        self.links = "\n".join(links)
+        self.summary = candidate.get("summary") or ""
+        self.next = candidate.get("next") or ""
+        self.reason = candidate.get("reason") or ""
+
+    def link_refs(self) -> list[str]:
+        return [line.strip() for line in self.links.splitlines() if line.strip()]
+
+    def completion_arguments(self, new_files: list[Attached]) -> dict:
+        """output, evidence, summary, next and reason for a `completed` decision (hints collected)."""
+        arguments = {"output": read_widgets(self.widgets)}
+        evidence = [{"kind": "file", "ref": item.ref} for item in [*self.attached, *new_files]]
+        evidence += [{"kind": "link", "ref": ref} for ref in self.link_refs()]
+        if evidence:
+            arguments["evidence"] = evidence
+        if self.summary.strip():
+            arguments["summary"] = self.summary
+        if self.routes:
+            if self.next:
+                arguments["next"] = self.next
+            if self.reason.strip():
+                arguments["reason"] = self.reason
+        return arguments
+
+    def show_issues(self, issues) -> None:
+        sorted_issues = Issues.sort(issues, self.field_names, "output", PARTS)
+        sorted_issues.apply(self.widgets)
+        for widget in self.widgets:
+            widget.errors += [f"Hint: {hint}" for hint in widget.hints if widget.errors]
+        self.part_errors = sorted_issues.by_part
+        self.general_errors = sorted_issues.general
+
+    def add_part_error(self, part: str, message: str) -> None:
+        self.part_errors.setdefault(part, []).append(message)
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self.general_errors or self.part_errors or any(w.errors for w in self.widgets))

@@ -1,0 +1,226 @@
+"""Shapes the tools' answers (run view, work items) into what the templates show. No rules here:
+only reading, ordering and formatting of data the tools returned."""
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from processes.maps import humanize
+
+RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
+KIND_LABELS = {"agent": "Agent", "task": "Task", "approve": "Approval", "wait": "Wait", "wait_until": "Wait until",
+               "wait_for": "Wait for event", "finish": "Finish", "parallel": "Parallel"}
+ITEM_KIND_LABELS = {"task": "Task", "approve": "Approval", "agent": "Escalation"}
+DECISION_LABELS = {"completed": "Complete", "approved": "Approve", "rejected": "Reject", "returned": "Return to agent",
+                   "failed": "Fail the run"}
+
+
+def parse_iso(text) -> dt.datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _without_urls(value):
+    """Run data minus the short-lived file URLs (they change on every read)."""
+    if isinstance(value, dict):
+        return {key: _without_urls(item) for key, item in value.items() if key != "url"}
+    if isinstance(value, list):
+        return [_without_urls(item) for item in value]
+    return value
+
+
+def _digest(value) -> str:
+    text = json.dumps(_without_urls(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def shown_digest(view: dict) -> str:
+    """What the page showed, per part, so a stale decision can say what changed since."""
+    data = view["data"]
+    return json.dumps({"inputs": _digest(data["inputs"]),
+                       "steps": {step_id: _digest(entry) for step_id, entry in data["steps"].items()}},
+                      separators=(",", ":"))
+
+
+def changed_parts(shown: str, view: dict) -> tuple[bool, list[str]]:
+    """(inputs changed, step ids whose data changed) between a shown digest and a fresh view."""
+    try:
+        before = json.loads(shown)
+        before_steps = before.get("steps", {}) if isinstance(before, dict) else {}
+        before_inputs = before.get("inputs") if isinstance(before, dict) else None
+    except (TypeError, ValueError):
+        before_steps, before_inputs = None, None
+    fresh = json.loads(shown_digest(view))
+    order = [step["id"] for step in view["steps"]]
+    if before_steps is None or not isinstance(before_steps, dict):
+        return False, [step_id for step_id in order if step_id in fresh["steps"]]
+    changed = [step_id for step_id in order
+               if before_steps.get(step_id) != fresh["steps"].get(step_id)]
+    return before_inputs != fresh["inputs"], changed
+
+
+# ---------------------------------------------------------------- records and timelines
+
+
+@dataclass
+class Record:
+    """One completion of a step (current or from history)."""
+
+    step_id: str
+    kind: str
+    attempt: int
+    current: bool
+    data: dict
+
+    @property
+    def title(self) -> str:
+        return humanize(self.step_id)
+
+    @property
+    def at(self):
+        return self.data.get("at")
+
+    @property
+    def by(self):
+        return self.data.get("by")
+
+    @property
+    def output_items(self) -> list[tuple[str, object]]:
+        output = self.data.get("output")
+        return list(output.items()) if isinstance(output, dict) else []
+
+    @property
+    def evidence(self) -> list[dict]:
+        return self.data.get("evidence") or []
+
+    def get(self, key):
+        return self.data.get(key)
+
+
+def _completions(step_id: str, kind: str, entry: dict) -> list[Record]:
+    history = entry.get("history") or []
+    records = [Record(step_id, kind, index + 1, False, past) for index, past in enumerate(history)]
+    current = {key: entry[key] for key in RECORD_KEYS if key in entry}
+    if current:
+        records.append(Record(step_id, kind, len(history) + 1, True, current))
+    return records
+
+
+@dataclass
+class StepPanel:
+    id: str
+    kind: str
+    state: str | None
+    due: str | None
+    overdue: bool
+    current: Record | None
+    history: list[Record] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return humanize(self.id)
+
+    @property
+    def kind_label(self) -> str:
+        return KIND_LABELS.get(self.kind, self.kind)
+
+
+def step_panels(view: dict, *, only_with_data: bool = False) -> list[StepPanel]:
+    """Every step in definition order with its state and its current and earlier completions."""
+    data = view["data"]["steps"]
+    panels = []
+    for row in view["steps"]:
+        entry = data.get(row["id"]) or {}
+        records = _completions(row["id"], row["kind"], entry)
+        current = records[-1] if records and records[-1].current else None
+        history = [record for record in records if not record.current]
+        if only_with_data and not records:
+            continue
+        panels.append(StepPanel(id=row["id"], kind=row["kind"], state=row["state"], due=row.get("due"),
+                                overdue=bool(row.get("overdue")), current=current, history=history))
+    return panels
+
+
+def timeline(view: dict) -> list[Record]:
+    """Every completion of every step, earlier attempts included, in the order they happened."""
+    positions = {row["id"]: index for index, row in enumerate(view["steps"])}
+    records = []
+    for row in view["steps"]:
+        records += _completions(row["id"], row["kind"], view["data"]["steps"].get(row["id"]) or {})
+    return sorted(records, key=lambda r: (r.at or "", positions[r.step_id], r.attempt))
+
+
+def input_items(view: dict) -> list[tuple[str, object]]:
+    return list(view["data"]["inputs"].items())
+
+
+def find_item(view: dict, work_item_id: str) -> dict | None:
+    return next((item for item in view["workItems"] if item["id"] == work_item_id), None)
+
+
+# ---------------------------------------------------------------- inbox rows
+
+
+def relative(moment: dt.datetime | None, now: dt.datetime) -> str:
+    """'in 2d 4h' / '3h ago' for a moment relative to now."""
+    if moment is None:
+        return ""
+    delta = moment - now
+    future = delta.total_seconds() >= 0
+    seconds = abs(int(delta.total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        text = f"{days}d {hours}h" if hours else f"{days}d"
+    elif hours:
+        text = f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    else:
+        text = f"{max(minutes, 1)}m" if seconds >= 60 else "<1m"
+    return f"in {text}" if future else f"{text} ago"
+
+
+@dataclass
+class InboxEntry:
+    id: str
+    run_id: str
+    process: str
+    version: int
+    step_id: str
+    kind: str
+    text: str
+    inputs: list[tuple[str, object]]
+    test: bool
+    due_at: dt.datetime | None
+    created_at: dt.datetime
+    overdue: bool
+    due_relative: str
+    escalation_note: str | None
+
+    @property
+    def title(self) -> str:
+        return humanize(self.step_id)
+
+    @property
+    def kind_label(self) -> str:
+        return ITEM_KIND_LABELS.get(self.kind, self.kind)
+
+
+def inbox_entry(item, definition, now) -> InboxEntry:
+    run = item.run
+    text = ""
+    if definition is not None and item.step_id in definition.by_id:
+        text = definition.step(item.step_id).text.strip()
+    first_line = text.splitlines()[0] if text else ""
+    return InboxEntry(
+        id=item.id, run_id=run.id, process=run.process_name, version=run.version_number, step_id=item.step_id,
+        kind=item.kind, text=first_line[:200], inputs=list(run.inputs.items())[:4], test=run.mode == "test",
+        due_at=item.due_at, created_at=item.created_at, overdue=item.due_at is not None and item.due_at <= now,
+        due_relative=relative(item.due_at, now),
+        escalation_note=(item.escalation or {}).get("note") if item.kind == "agent" else None,
+    )

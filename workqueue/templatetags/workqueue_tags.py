@@ -1,0 +1,79 @@
+"""Template filters of the inbox. Every one returns plain text, so auto-escaping applies."""
+
+import datetime as dt
+import json
+
+from django import template
+
+from processes.maps import humanize as humanize_id
+from workqueue.presenting import parse_iso
+
+register = template.Library()
+
+
+@register.filter
+def structured(value) -> bool:
+    return isinstance(value, (dict, list))
+
+
+@register.filter
+def pretty(value) -> str:
+    """A value as the person reads it: text as is, yes/no, exact numbers, JSON for the rest."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "—"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return json.dumps(value)
+
+
+@register.filter
+def humanize(value) -> str:
+    return humanize_id(value) if value else ""
+
+
+@register.filter
+def when(value) -> str:
+    """An RFC 3339 string or a datetime as 'YYYY-MM-DD HH:MM UTC'."""
+    moment = parse_iso(value) if isinstance(value, str) else value
+    if moment is None:
+        return value or ""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@register.filter
+def iso(value) -> str:
+    moment = parse_iso(value) if isinstance(value, str) else value
+    if moment is None:
+        return ""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@register.filter
+def get(mapping, key):
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    return None
+
+
+@register.filter
+def contains(container, value) -> bool:
+    try:
+        return value in container
+    except TypeError:
+        return False
+
+
+@register.simple_tag(takes_context=True)
+def query(context, **changes) -> str:
+    """The current query string with some parameters replaced (None or '' drops one)."""
+    params = context["request"].GET.copy()
+    for key, value in changes.items():
+        params.pop(key, None)
+        if value not in (None, ""):
+            params[key] = value
+    encoded = params.urlencode()
+    return f"?{encoded}" if encoded else "?"
