@@ -490,14 +490,15 @@ class _Checker:
             self.add(index, f"next can be a list only on agent and task steps, not on {_a(kind)} step")
         if len(value) < 2:
             self.add(index, "next must list two or more routes (or name one step id)")
-        seen = set()
+        seen, repeated = set(), []
         for position, route in enumerate(value):
             target = self.check_route(index, position, route)
             if target is None:
                 continue
-            if target in seen:
+            if target in seen and target not in repeated:
+                repeated.append(target)
                 self.add(index, f"next lists {show(target)} twice")
-            else:
+            elif target not in seen:
                 seen.add(target)
                 self.check_target(index, "next", target)
 
@@ -568,13 +569,15 @@ class _Checker:
         result: list[tuple[str, object]] = []
         if self.has_key(step, kind, "next"):
             result += [("next", self.resolve(name)) for name in _next_targets(step)]
-        for key in ("on_timeout", "on_reject"):
-            if self.has_key(step, kind, key) and isinstance(step[key], str):
-                result.append((key, self.resolve(step[key])))
+        if self.has_key(step, kind, "on_timeout") and isinstance(step["on_timeout"], str):
+            result.append(("on_timeout", self.resolve(step["on_timeout"])))
+        if self.has_key(step, kind, "on_reject") and isinstance(step["on_reject"], str):
+            result.append(("on_reject", self.ids.get(step["on_reject"])))  # join is never an on_reject
         if kind == "parallel" and isinstance(step["parallel"], list):
             forks = [self.ids.get(entry) for entry in step["parallel"] if isinstance(entry, str)]
             result += [("fork", entry) for entry in forks if entry != index]
-        return [(label, target) for label, target in result if target is not None]
+        unique = dict.fromkeys((label, target) for label, target in result if target is not None)
+        return list(unique)  # a route named twice is one edge (and one "lists twice" issue)
 
     def default_edge(self, index: int) -> list[tuple[str, object]]:
         step, kind = self.steps[index], self.kinds[index]

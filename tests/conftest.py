@@ -59,6 +59,14 @@ def _reset_clock():
 
 
 @pytest.fixture(autouse=True)
+def _fresh_definitions():
+    # Compiled definitions are cached by version id; test databases roll back and reuse ids.
+    from processes import definition
+
+    definition._cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def _media(tmp_path, settings):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     # Password hashing is deliberately slow; tests need it to work, not to resist brute force.

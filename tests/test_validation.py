@@ -1102,3 +1102,32 @@ def _mutate(value, path: list[int], replacement):
 def test_validate_never_raises_on_mutated_fixtures(name, path, replacement, profiles):
     doc = _mutate(copy.deepcopy(fixture_frontmatter(name)), path, replacement)
     assert isinstance(validate(doc, profiles=profiles, folder_name=name), list)
+
+
+GRAPH_IDS = st.sampled_from(["a", "b", "c", "d", "e", "join"])
+
+
+@st.composite
+def graph_steps(draw):
+    """Small step graphs: the shapes the parallel and graph rules reason about."""
+    steps = []
+    for _ in range(draw(st.integers(min_value=1, max_value=7))):
+        kind = draw(st.sampled_from(["agent", "task", "approve", "wait_for", "finish", "parallel"]))
+        step = {"id": draw(GRAPH_IDS), kind: draw(st.lists(GRAPH_IDS, max_size=3)) if kind == "parallel" else "x"}
+        if kind in ("task", "approve"):
+            step["person"] = "someone"
+        if draw(st.booleans()):
+            step["next"] = draw(GRAPH_IDS | st.lists(GRAPH_IDS | st.builds(lambda to: {"to": to}, GRAPH_IDS), max_size=3))
+        for key in ("on_reject", "on_timeout"):
+            if draw(st.booleans()):
+                step[key] = draw(GRAPH_IDS)
+        steps.append(step)
+    return steps
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=graph_steps(), profiles=PROFILE_SETS)
+def test_validate_never_raises_on_step_graphs(steps, profiles):
+    issues = validate({"name": "g", "description": "Graph.", "steps": steps}, profiles=profiles)
+    assert all(isinstance(line, str) for line in issues)
+    assert len(issues) == len(set(issues)), "the same line reported twice"

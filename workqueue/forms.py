@@ -401,10 +401,10 @@ class DecisionForm:
     def link_refs(self) -> list[str]:
         return [line.strip() for line in self.links.splitlines() if line.strip()]
 
-    def completion_arguments(self, new_files: list[Attached]) -> dict:
+    def completion_arguments(self) -> dict:
         """output, evidence, summary, next and reason for a `completed` decision (hints collected)."""
         arguments = {"output": read_widgets(self.widgets)}
-        evidence = [{"kind": "file", "ref": item.ref} for item in [*self.attached, *new_files]]
+        evidence = [{"kind": "file", "ref": item.ref} for item in self.attached]
         evidence += [{"kind": "link", "ref": ref} for ref in self.link_refs()]
         if evidence:
             arguments["evidence"] = evidence

@@ -12,6 +12,8 @@ RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "n
 KIND_LABELS = {"agent": "Agent", "task": "Task", "approve": "Approval", "wait": "Wait", "wait_until": "Wait until",
                "wait_for": "Wait for event", "finish": "Finish", "parallel": "Parallel"}
 ITEM_KIND_LABELS = {"task": "Task", "approve": "Approval", "agent": "Escalation"}
+DONE_LABELS = {"completed": "Completed", "approved": "Approved", "rejected": "Rejected",
+               "returned": "Returned to the agent", "failed": "Failed"}
 DECISION_LABELS = {"completed": "Complete", "approved": "Approve", "rejected": "Reject", "returned": "Return to agent",
                    "failed": "Fail the run"}
 

@@ -5,4 +5,12 @@ from . import views
 app_name = "workqueue"
 urlpatterns = [
     path("", views.inbox, name="inbox"),
+    path("work/<str:work_item_id>", views.work_item, name="work_item"),
+    path("runs/", views.run_list, name="runs"),
+    path("runs/start/", views.start_run, name="start_run"),
+    path("runs/<str:run_id>", views.run_detail, name="run"),
+    path("runs/<str:run_id>/cancel", views.cancel_run, name="cancel_run"),
+    path("operators/", views.operators, name="operators"),
+    path("tokens/", views.tokens, name="tokens"),
+    path("tokens/<int:token_id>/revoke", views.revoke, name="revoke_token"),
 ]

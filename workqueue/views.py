@@ -1,7 +1,469 @@
+"""The browser inbox: server-rendered pages over the same tool layer as REST and MCP.
+
+Views parse the form, call a tool through `call_tool` (in process, as the signed-in person) and
+render its envelope. Rules live in the engine; reads no tool offers (the due-sorted inbox with
+counts, the operators' queues) live in `workqueue.selectors`.
+"""
+
+import base64
+import functools
+import uuid
+
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from agentprocess import clock
+from agentprocess.errors import ALREADY_DECIDED, HTTP_STATUS, RUN_ENDED
+from agentprocess.identity import person_identity, revoke_token
+from agentprocess.models import ApiToken
+from agentprocess.tools import call_tool
+from processes import maps
+from processes.maps import humanize
+from processes.definition import definition_for
+from processes.models import ProcessVersion
+from processes.rendering import render_markdown
+from runs.models import WorkItemState
+from runs.presenters import DECISIONS
+
+from . import presenting, selectors
+from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, parse_number, read_widgets
+from .selectors import KIND_FILTERS, InboxFilters
+
+RUN_STATES = ("active", "waiting", "ended", "cancelled")
+RUNS_PAGE = 50
 
 
-@login_required
-def inbox(request):
-    return render(request, "workqueue/inbox.html", {})
+# ---------------------------------------------------------------- plumbing
+
+
+def person_view(view):
+    """Signed in, and a person of an organization; the view receives the Identity."""
+
+    @login_required
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        identity = person_identity(request.user)
+        if identity is None:
+            return render(request, "workqueue/no_organization.html", status=403)
+        request.identity = identity
+        return view(request, identity, *args, **kwargs)
+
+    return wrapper
+
+
+def operator_view(view):
+    @person_view
+    @functools.wraps(view)
+    def wrapper(request, identity, *args, **kwargs):
+        if not identity.is_operator:
+            return _problem(request, 403, "Operators only",
+                            "This page is for the organization's operators. Ask an administrator if you need it.")
+        return view(request, identity, *args, **kwargs)
+
+    return wrapper
+
+
+def _problem(request, status: int, title: str, message: str, issues=None):
+    return render(request, "workqueue/problem.html",
+                  {"title": title, "message": message, "issues": issues or []}, status=status)
+
+
+def _error_page(request, error: dict):
+    status = HTTP_STATUS.get(error["code"], 400)
+    titles = {403: "Not allowed", 404: "Not found", 409: "Conflict", 503: "Try again"}
+    return _problem(request, status, titles.get(status, "Something went wrong"), error["message"],
+                    error.get("issues"))
+
+
+def _request_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _process_catalog(identity) -> list[dict]:
+    """Published processes (list_processes, every page)."""
+    items, cursor = [], None
+    for _ in range(100):
+        envelope = call_tool(identity, "list_processes", {"cursor": cursor} if cursor else {})
+        if not envelope["ok"]:
+            break
+        items += envelope["data"]["items"]
+        cursor = envelope["data"]["nextCursor"]
+        if not cursor:
+            break
+    return items
+
+
+# ---------------------------------------------------------------- inbox
+
+
+@person_view
+def inbox(request, identity):
+    query = request.GET
+    filters = InboxFilters(
+        process=query.get("process", "").strip(),
+        kind=query.get("kind", "") if query.get("kind", "") in KIND_FILTERS else "",
+        overdue=query.get("overdue") == "1",
+        text=query.get("q", "").strip()[:200],
+    )
+    try:
+        page = int(query.get("page", "1"))
+    except ValueError:
+        page = 1
+    now = clock.now()
+    rows, counts = selectors.inbox(identity, filters, now=now, page=page)
+    definitions = selectors.definitions_for({row.run.version_id for row in rows})
+    entries = [presenting.inbox_entry(row, definitions.get(row.run.version_id), now) for row in rows]
+    return render(request, "workqueue/inbox.html", {
+        "entries": entries,
+        "counts": counts,
+        "filters": filters,
+        "processes": [item["name"] for item in _process_catalog(identity)],
+        "kinds": [("task", "Task"), ("approve", "Approval"), ("escalation", "Escalation")],
+    })
+
+
+# ---------------------------------------------------------------- work item
+
+
+def _item_or_404(identity, work_item_id: str):
+    item = selectors.work_item(identity, work_item_id)
+    if item is None:
+        raise Http404("No such work item in your organization.")
+    return item
+
+
+@person_view
+@require_http_methods(["GET", "POST"])
+def work_item(request, identity, work_item_id: str):
+    item = _item_or_404(identity, work_item_id)
+    if not selectors.is_assigned(identity, item):
+        return _problem(request, 403, "Not your work item",
+                        "This work item is assigned to a group you are not in, or to another person.")
+    if request.method == "POST":
+        return _decide(request, identity, item)
+    envelope = call_tool(identity, "get_run", {"runId": item.run_id})
+    if not envelope["ok"]:
+        return _error_page(request, envelope["error"])
+    view = envelope["data"]
+    shown = presenting.find_item(view, item.id)
+    form = _form_for(item)
+    if shown and shown.get("escalation"):
+        form.fill_from_candidate(shown["escalation"].get("candidate"))
+    return _render_item(request, identity, item, view, form)
+
+
+def _form_for(item) -> DecisionForm:
+    # The step's requirements exactly as work items give them (output, evidence, next), and the
+    # decisions this kind of item accepts.
+    requirements = definition_for(item.run.version_id).step(item.step_id).requirements
+    return DecisionForm(requirements=requirements, decisions=DECISIONS[item.kind])
+
+
+def _render_item(request, identity, item, view, form, *, banner=None, request_id=None, status=200):
+    shown = presenting.find_item(view, item.id)
+    if shown is None:
+        item.refresh_from_db()
+    step_rows = {row["id"]: row for row in view["steps"]}
+    context = {
+        "item": item,
+        "shown": shown,
+        "view": view,
+        "run": view["run"],
+        "step_row": step_rows.get(item.step_id, {}),
+        "text": shown["text"] if shown else definition_for(item.run.version_id).step(item.step_id).text,
+        "kind_label": presenting.ITEM_KIND_LABELS.get(item.kind, item.kind),
+        "body_html": render_markdown(view["body"]),
+        "inputs": presenting.input_items(view),
+        "panels": [panel for panel in presenting.step_panels(view, only_with_data=True)],
+        "form": form,
+        "decision_labels": presenting.DECISION_LABELS,
+        "shown_digest": presenting.shown_digest(view),
+        "request_id": request_id or _request_id(),
+        "banner": banner,
+        "offsets": OFFSETS,
+        "decided": item.state == WorkItemState.DECIDED,
+        "removed": item.state == WorkItemState.REMOVED,
+    }
+    return render(request, "workqueue/work_item.html", context, status=status)
+
+
+def _upload_files(identity, request, form: DecisionForm, request_id: str) -> list[Attached] | None:
+    """Send each chosen file through the upload tool; None when one failed (errors on the form)."""
+    uploaded, failed = [], False
+    for index, upload in enumerate(request.FILES.getlist("evidence_files")):
+        if upload.size > settings.MAX_UPLOAD_BYTES:
+            form.add_part_error("evidence", f"{upload.name}: larger than the upload limit "
+                                            f"({settings.MAX_UPLOAD_BYTES} bytes)")
+            failed = True
+            continue
+        content = base64.b64encode(upload.read()).decode("ascii")
+        envelope = call_tool(identity, "upload", {
+            "fileName": upload.name or f"file-{index}", "contentType": upload.content_type or "application/octet-stream",
+            "contentBase64": content, "requestId": f"{request_id}.file{index}",
+        })
+        if envelope["ok"]:
+            uploaded.append(Attached(ref=envelope["data"]["id"], name=upload.name or envelope["data"]["id"]))
+        else:
+            failed = True
+            error = envelope["error"]
+            for line in error.get("issues") or [error["message"]]:
+                form.add_part_error("evidence", f"{upload.name}: {line}")
+    form.attached += uploaded  # kept on a re-render so nothing is uploaded twice
+    return None if failed else uploaded
+
+
+def _decide(request, identity, item):
+    post = request.POST
+    form = _form_for(item)
+    form.fill_from_post(post)
+    request_id = post.get("request_id") or _request_id()
+    decision = post.get("decision", "")
+    arguments = {"runId": item.run_id, "workItemId": item.id, "snapshot": post.get("snapshot", ""),
+                 "requestId": request_id}
+    if decision:
+        arguments["decision"] = decision
+    if decision == "completed":
+        new_files = _upload_files(identity, request, form, request_id)
+        if new_files is None:
+            return _rerender(request, identity, item, form, banner={
+                "kind": "error", "title": "A file could not be uploaded",
+                "message": "Nothing was decided. Fix the files and decide again."}, status=422)
+        arguments.update(form.completion_arguments())
+    elif form.note.strip():
+        arguments["note"] = form.note
+    envelope = call_tool(identity, "decide", arguments)
+    if envelope["ok"]:
+        view = envelope["data"]
+        run = view["run"]
+        state = run["state"] + (f" ({run['outcome']})" if run.get("outcome") else "")
+        done = presenting.DONE_LABELS.get(decision, decision)
+        messages.success(request, f"{done}: {run['process']} · {humanize(item.step_id)}. The run is now {state}.")
+        return redirect("workqueue:inbox")
+    return _after_refusal(request, identity, item, form, envelope["error"], request_id, post)
+
+
+def _after_refusal(request, identity, item, form, error, request_id, post):
+    code, issues = error["code"], error.get("issues") or []
+    status = HTTP_STATUS.get(code, 400)
+    if code == "conflict" and ALREADY_DECIDED in issues:
+        item.refresh_from_db()
+        banner = {"kind": "warning", "title": "Someone already decided this item",
+                  "message": f"{item.decided_by} decided it ({item.decision}) at "
+                             f"{item.decided_at:%Y-%m-%d %H:%M UTC}. Your decision was not applied.",
+                  "detail": error["message"]}
+        return _rerender(request, identity, item, form, banner=banner, status=status)
+    if code == "conflict" and RUN_ENDED in issues:
+        banner = {"kind": "warning", "title": "The run has ended",
+                  "message": "Your decision was not applied: the run ended or was cancelled.",
+                  "detail": error["message"]}
+        return _rerender(request, identity, item, form, banner=banner, status=status)
+    if code == "stale":
+        envelope = call_tool(identity, "get_run", {"runId": item.run_id})
+        if not envelope["ok"]:
+            return _error_page(request, envelope["error"])
+        inputs_changed, changed = presenting.changed_parts(post.get("shown", ""), envelope["data"])
+        names = [f"{humanize(step_id)} ({step_id})" for step_id in changed]
+        if inputs_changed:
+            names.insert(0, "the run's inputs")
+        banner = {"kind": "warning", "title": "The run changed since you opened this item",
+                  "message": "Your decision was not applied. Review the fresh data below and decide again.",
+                  "changed": names}
+        return _render_item(request, identity, item, envelope["data"], form, banner=banner, status=status)
+    if code in ("not_accepted", "invalid"):
+        form.show_issues(issues or [error["message"]])
+        banner = {"kind": "error", "title": "Not accepted" if code == "not_accepted" else "Check the form",
+                  "message": error["message"] + ". Every issue is shown next to its field."}
+        return _rerender(request, identity, item, form, banner=banner, status=status)
+    if code == "retry":
+        banner = {"kind": "error", "title": "Try again", "message": error["message"]}
+        return _rerender(request, identity, item, form, banner=banner, request_id=request_id, status=status)
+    return _error_page(request, error)
+
+
+def _rerender(request, identity, item, form, *, banner, status, request_id=None):
+    envelope = call_tool(identity, "get_run", {"runId": item.run_id})
+    if not envelope["ok"]:
+        return _error_page(request, envelope["error"])
+    return _render_item(request, identity, item, envelope["data"], form, banner=banner, request_id=request_id,
+                        status=status)
+
+
+# ---------------------------------------------------------------- runs
+
+
+def _typed_filter(text: str, spec) -> object:
+    """A run list input filter typed as the process declares the input (equality matching)."""
+    kind = spec.get("type") if isinstance(spec, dict) else spec
+    if kind == "number":
+        number = parse_number(text)
+        return text if number is None else number
+    if kind == "boolean" and text.lower() in ("true", "yes", "false", "no"):
+        return text.lower() in ("true", "yes")
+    return text
+
+
+@person_view
+def run_list(request, identity):
+    query = request.GET
+    catalog = _process_catalog(identity)
+    process = query.get("process", "").strip()
+    state = query.get("state", "") if query.get("state", "") in RUN_STATES else ""
+    declared = next((item["inputs"] for item in catalog if item["name"] == process), {}) if process else {}
+    input_filters, typed = [], {}
+    for name, spec in declared.items():
+        value = query.get(f"input.{name}", "")
+        input_filters.append({"name": name, "param": f"input.{name}", "value": value,
+                              "type": spec.get("type") if isinstance(spec, dict) else spec})
+        if value.strip():
+            typed[name] = _typed_filter(value.strip(), spec)
+    arguments = {"limit": RUNS_PAGE}
+    if process:
+        arguments["process"] = process
+    if state:
+        arguments["state"] = state
+    if typed:
+        arguments["inputs"] = typed
+    if query.get("cursor"):
+        arguments["cursor"] = query["cursor"]
+    envelope = call_tool(identity, "list_runs", arguments)
+    if not envelope["ok"]:
+        return _error_page(request, envelope["error"])
+    return render(request, "workqueue/run_list.html", {
+        "runs": envelope["data"]["items"], "next_cursor": envelope["data"]["nextCursor"],
+        "processes": [item["name"] for item in catalog], "process": process, "state": state, "states": RUN_STATES,
+        "input_filters": input_filters, "paged": bool(query.get("cursor")),
+    })
+
+
+@person_view
+def run_detail(request, identity, run_id: str):
+    envelope = call_tool(identity, "get_run", {"runId": run_id})
+    if not envelope["ok"]:
+        if envelope["error"]["code"] == "not_found":
+            raise Http404(envelope["error"]["message"])
+        return _error_page(request, envelope["error"])
+    view = envelope["data"]
+    run = view["run"]
+    frontmatter = (
+        ProcessVersion.objects.filter(process__organization=identity.organization, process__name=run["process"],
+                                      number=run["version"])
+        .values_list("frontmatter", flat=True)
+        .first()
+    )
+    states = {row["id"]: row["state"] for row in view["steps"]}
+    map_svg = mark_safe(maps.svg(frontmatter, states=states, link_prefix="")) if frontmatter else ""  # noqa: S308 - escaped by maps
+    return render(request, "workqueue/run_detail.html", {
+        "view": view, "run": run, "inputs": presenting.input_items(view),
+        "panels": presenting.step_panels(view), "timeline": presenting.timeline(view),
+        "work_items": view["workItems"], "body_html": render_markdown(view["body"]),
+        "map_svg": map_svg, "mermaid": maps.mermaid(frontmatter) if frontmatter else "",
+        "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] in ("active", "waiting"),
+    })
+
+
+@person_view
+@require_http_methods(["GET", "POST"])
+def start_run(request, identity):
+    catalog = _process_catalog(identity)
+    name = (request.POST.get("process") or request.GET.get("process") or "").strip()
+    chosen = next((item for item in catalog if item["name"] == name), None)
+    widgets = build_widgets(chosen["inputs"], "in.") if chosen else []
+    context = {"catalog": catalog, "chosen": chosen, "widgets": widgets, "general_errors": [],
+               "mode": "live", "request_id": _request_id(), "offsets": OFFSETS}
+    if request.method == "POST" and chosen:
+        for widget in widgets:
+            widget.fill_from_post(request.POST)
+        mode = "test" if request.POST.get("mode") == "test" else "live"
+        request_id = request.POST.get("request_id") or _request_id()
+        envelope = call_tool(identity, "start_run", {"process": chosen["name"], "inputs": read_widgets(widgets),
+                                                     "mode": mode, "requestId": request_id})
+        if envelope["ok"]:
+            run = envelope["data"]["run"]
+            messages.success(request, f"Started {run['process']} ({'test run' if mode == 'test' else 'live'}).")
+            return redirect("workqueue:run", run_id=run["id"])
+        error = envelope["error"]
+        issues = Issues.sort(error.get("issues") or [error["message"]], [w.name for w in widgets], "inputs")
+        issues.apply(widgets)
+        for widget in widgets:
+            widget.errors += [f"Hint: {hint}" for hint in widget.hints if widget.errors]
+        context.update(general_errors=issues.general, mode=mode, error=error,
+                       request_id=request_id if error["code"] == "retry" else _request_id())
+        return render(request, "workqueue/start_run.html", context, status=HTTP_STATUS.get(error["code"], 400))
+    return render(request, "workqueue/start_run.html", context)
+
+
+# ---------------------------------------------------------------- operators
+
+
+@operator_view
+def operators(request, identity):
+    now = clock.now()
+    escalations, escalation_total = selectors.escalations(identity)
+    overdue_items, overdue_item_total = selectors.overdue_work_items(identity, now=now)
+    overdue_steps, overdue_step_total = selectors.overdue_agent_steps(identity, now=now)
+    return render(request, "workqueue/operators.html", {
+        "escalations": [presenting.inbox_entry(item, None, now) for item in escalations],
+        "escalation_total": escalation_total,
+        "overdue_items": [presenting.inbox_entry(item, None, now) for item in overdue_items],
+        "overdue_item_total": overdue_item_total,
+        "overdue_steps": [{"run": step.run, "step_id": step.step_id, "state": step.state, "due_at": step.due_at,
+                           "claimed_by": step.claimed_by, "late": presenting.relative(step.due_at, now)}
+                          for step in overdue_steps],
+        "overdue_step_total": overdue_step_total,
+    })
+
+
+@operator_view
+@require_POST
+def cancel_run(request, identity, run_id: str):
+    envelope = call_tool(identity, "cancel", {"runId": run_id, "reason": request.POST.get("reason", ""),
+                                              "requestId": request.POST.get("request_id") or _request_id()})
+    if envelope["ok"]:
+        messages.success(request, "The run was cancelled.")
+    else:
+        error = envelope["error"]
+        if error["code"] == "not_found":
+            raise Http404(error["message"])
+        messages.error(request, "Not cancelled: " + "; ".join([error["message"], *(error.get("issues") or [])]))
+    return redirect("workqueue:run", run_id=run_id)
+
+
+# ---------------------------------------------------------------- API tokens
+
+
+@person_view
+@never_cache
+@require_http_methods(["GET", "POST"])
+def tokens(request, identity):
+    created = None
+    label_error = ""
+    if request.method == "POST":
+        label = request.POST.get("label", "").strip()
+        if len(label) > 100:
+            label_error = "At most 100 characters."
+        else:
+            row, plaintext = ApiToken.issue(organization=identity.organization, user=request.user,
+                                            label=label or "browser")
+            created = {"row": row, "plaintext": plaintext}
+    rows = ApiToken.objects.filter(user=request.user, organization=identity.organization).order_by("-created_at")
+    return render(request, "workqueue/tokens.html", {"tokens": rows, "created": created, "label_error": label_error},
+                  status=400 if label_error else 200)
+
+
+@person_view
+@require_POST
+def revoke(request, identity, token_id: int):
+    row = ApiToken.objects.filter(pk=token_id, user=request.user, organization=identity.organization).first()
+    if row is None:
+        raise Http404("No such token of yours.")
+    if row.revoked_at is None:
+        revoke_token(row)
+        messages.success(request, f"Token “{row.label or row.pk}” revoked. It stops working at once.")
+    return redirect(reverse("workqueue:tokens"))

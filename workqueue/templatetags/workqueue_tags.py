@@ -77,3 +77,14 @@ def query(context, **changes) -> str:
             params[key] = value
     encoded = params.urlencode()
     return f"?{encoded}" if encoded else "?"
+
+
+@register.filter
+def http_url(value) -> bool:
+    """Only http(s) references become links; anything else is shown as text."""
+    return isinstance(value, str) and value.lower().startswith(("http://", "https://"))
+
+
+@register.filter
+def short(value, length=12) -> str:
+    return value[: int(length)] if isinstance(value, str) else ""
