@@ -1,5 +1,6 @@
 """Settings, all read from the environment (django-environ); see README "Configuration"."""
 
+import os
 from pathlib import Path
 
 import environ
@@ -74,7 +75,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
-    _db.setdefault("TEST", {})["NAME"] = str(VAR_DIR / "test-db.sqlite3")
+    # A file, not memory, so a real server process started by a test can open it; one per test
+    # process, so concurrent test runs never share it.
+    _db.setdefault("TEST", {})["NAME"] = str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")
 elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
     _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=0)
     if env.bool("DB_POOL", default=False):

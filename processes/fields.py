@@ -155,7 +155,8 @@ def spec_issues(spec, path: str) -> list[str]:
 def _one_of_issues(kind: str, choices, path: str) -> list[str]:
     if kind not in ONE_OF_TYPES:
         hint = " (put one_of in items)" if kind == "list" else ""
-        return [f"{path}: not allowed on a {kind} field{hint}"]
+        article = "an" if kind == "object" else "a"
+        return [f"{path}: not allowed on {article} {kind} field{hint}"]
     if not isinstance(choices, list) or not choices:
         return [f"{path}: must be a non-empty list"]
     issues = []

@@ -123,16 +123,13 @@ def _route(route) -> dict:
 def parallel_branches(frontmatter: dict) -> dict[str, dict[str, list[str]]]:
     """For a valid process: parallel step id -> branch entry id -> the branch's step ids
     (entry first), following next and on_timeout up to join (parallel §2)."""
-    steps = frontmatter.get("steps") or []
-    ids = step_index(steps)
-    result: dict[str, dict[str, list[str]]] = {}
-    for step in steps:
-        if step_kind(step) != "parallel":
-            continue
-        result[step["id"]] = {}
-        for entry in step["parallel"]:
-            members = _closure(ids[entry], lambda i: _explicit_targets(steps[i], ids, True), lambda t: True)
-            result[step["id"]][entry] = [steps[i]["id"] for i in members]
+    checker = _Checker(frontmatter, None, frozenset({PARALLEL_PROFILE}))
+    rules = _ParallelRules(checker)
+    rules.assign_branches()
+    name = checker.name_of
+    result: dict[str, dict[str, list[str]]] = {name(p): {} for p in rules.parallel_steps}
+    for (p, entry), members in rules.branches.items():
+        result[name(p)][name(entry)] = [name(member) for member in members]
     return result
 
 
@@ -152,26 +149,19 @@ def _next_targets(step: dict) -> list[str]:
     return targets
 
 
-def _explicit_targets(step: dict, ids: dict[str, int], join_reserved: bool) -> list:
-    """Indexes (or JOIN) that explicit next and on_timeout lead to."""
-    names = _next_targets(step)
-    if isinstance(step.get("on_timeout"), str):
-        names.append(step["on_timeout"])
-    return [_resolve(name, ids, join_reserved) for name in names if _resolve(name, ids, join_reserved) is not None]
-
-
 def _resolve(name: str, ids: dict[str, int], join_reserved: bool):
     if name == JOIN and join_reserved:
         return JOIN
     return ids.get(name)
 
 
-def _closure(start: int, targets_of, may_enter) -> list[int]:
-    """Steps reachable from start (start included), entering a target only when may_enter(target)."""
+def _closure(start: int, targets_of, may_enter=None) -> list[int]:
+    """Steps reachable from start (start included) in discovery order, entering a target only
+    when may_enter(target) allows it. JOIN is an end, never a step."""
     seen, order, todo = {start}, [start], [start]
     while todo:
         for target in targets_of(todo.pop()):
-            if target != JOIN and target not in seen and may_enter(target):
+            if target != JOIN and target not in seen and (may_enter is None or may_enter(target)):
                 seen.add(target)
                 order.append(target)
                 todo.append(target)
@@ -356,7 +346,8 @@ class _Checker:
 
     def check_profiles_offered(self, index: int, step: dict) -> None:
         needed = []
-        if "parallel" in step or JOIN in self.join_values(step):
+        ends_with_join = any(target == JOIN for _, target in self.declared[index])
+        if "parallel" in step or ends_with_join:
             needed.append(PARALLEL_PROFILE)
         if "check" in step or "advisory" in step:
             needed.append(CHECK_PROFILE)
@@ -364,13 +355,6 @@ class _Checker:
         for profile in needed:
             if not offered[profile]:
                 self.add(index, f"needs profile {profile}, which this server does not offer")
-
-    def join_values(self, step: dict) -> list[str]:
-        """`join` where it is the reserved word: as a next or on_timeout value."""
-        if not self.join_reserved:
-            return []
-        values = _next_targets(step) + ([step["on_timeout"]] if isinstance(step.get("on_timeout"), str) else [])
-        return [value for value in values if value == JOIN]
 
     def check_key_placement(self, index: int, step: dict, kind: str) -> None:
         for key in step:
@@ -401,20 +385,19 @@ class _Checker:
         if not isinstance(value, list) or len(value) < 2:
             self.add(index, "parallel must list two or more step ids (the branch entries)")
             return
-        seen = set()
         for position, entry in enumerate(value):
             if not isinstance(entry, str):
                 self.add(index, f"parallel[{position}] must be a step id")
-            elif entry in seen:
-                self.add(index, f"parallel lists {show(entry)} twice")
-            elif entry not in self.ids:
+        entries = [entry for entry in value if isinstance(entry, str)]
+        for entry in dict.fromkeys(entries):
+            if entry not in self.ids:
                 self.add(index, f"parallel names unknown step {show(entry)}")
             elif self.ids[entry] == index:
                 self.add(index, f"parallel names its own step {show(entry)}")
             elif self.kinds[self.ids[entry]] == "finish":
                 self.add(index, f"parallel names {show(entry)}, a finish step; a branch cannot end the run")
-            if isinstance(entry, str):
-                seen.add(entry)
+        for entry in _repeats(entries):
+            self.add(index, f"parallel lists {show(entry)} twice")
 
     def check_person(self, index: int, step: dict, kind) -> None:
         person = step["person"]
@@ -469,14 +452,11 @@ class _Checker:
         if not isinstance(evidence, list):
             self.add(index, "evidence must be a list of evidence kinds (file, link)")
             return
-        seen = set()
         for position, item in enumerate(evidence):
             if item not in EVIDENCE_KINDS:
                 self.add(index, f"evidence[{position}] {show(item)} is not an evidence kind (use file or link)")
-            elif item in seen:
-                self.add(index, f"evidence lists {show(item)} twice")
-            else:
-                seen.add(item)
+        for item in _repeats([item for item in evidence if item in EVIDENCE_KINDS]):
+            self.add(index, f"evidence lists {show(item)} twice")
 
     def check_next(self, index: int, step: dict, kind) -> None:
         value = step["next"]
@@ -490,17 +470,12 @@ class _Checker:
             self.add(index, f"next can be a list only on agent and task steps, not on {_a(kind)} step")
         if len(value) < 2:
             self.add(index, "next must list two or more routes (or name one step id)")
-        seen, repeated = set(), []
-        for position, route in enumerate(value):
-            target = self.check_route(index, position, route)
-            if target is None:
-                continue
-            if target in seen and target not in repeated:
-                repeated.append(target)
-                self.add(index, f"next lists {show(target)} twice")
-            elif target not in seen:
-                seen.add(target)
-                self.check_target(index, "next", target)
+        targets = [self.check_route(index, position, route) for position, route in enumerate(value)]
+        targets = [target for target in targets if target is not None]
+        for target in dict.fromkeys(targets):
+            self.check_target(index, "next", target)
+        for target in _repeats(targets):
+            self.add(index, f"next lists {show(target)} twice")
 
     def check_route(self, index: int, position: int, route) -> str | None:
         """The route's target when it is well formed; reports what is not."""
@@ -608,7 +583,7 @@ class _Checker:
             self.add(last, "is the last step, so it must name next")
 
     def check_reachable(self) -> None:
-        reached = set(_closure(0, lambda i: [target for _, target in self.edges(i)], lambda target: True))
+        reached = set(_closure(0, lambda i: [target for _, target in self.edges(i)]))
         for index, step in enumerate(self.steps):
             if isinstance(step, dict) and index not in reached:
                 self.add(index, "not reachable from the first step")
@@ -639,12 +614,10 @@ class _ParallelRules:
         self.entries = {p: self.entries_of(p) for p in self.parallel_steps}
         self.leads_to_join = self.find_leads_to_join()
         self.main_line = self.find_main_line()
+        self.branches: dict[tuple[int, int], list[int]] = {}  # (parallel step, entry) -> members
 
     def check(self) -> None:
-        for p in self.parallel_steps:
-            for entry in self.entries[p]:
-                for member in _closure(entry, lambda i: self.branch_targets(i, p), lambda t: True):
-                    self.c.branch_of.setdefault(member, []).append((p, entry))
+        self.assign_branches()
         members = sorted(self.c.branch_of)
         for index in members:
             self.check_member(index)
@@ -654,6 +627,16 @@ class _ParallelRules:
                 self.check_outside_step(index)
 
     # ------------------------------------------------------------ sorting steps
+
+    def assign_branches(self) -> None:
+        """A branch: its entry plus what explicit next and on_timeout reach, up to join, entering no
+        step a branch may not go to (edge_problem)."""
+        for p in self.parallel_steps:
+            for entry in self.entries[p]:
+                members = _closure(entry, lambda i: self.branch_targets(i, p))
+                self.branches[(p, entry)] = members
+                for member in members:
+                    self.c.branch_of.setdefault(member, []).append((p, entry))
 
     def entries_of(self, p: int) -> list[int]:
         value = self.c.steps[p]["parallel"]
@@ -911,6 +894,17 @@ def _cycles(graph: dict[int, list[int]]) -> list[list[int]]:
                 path.append(target)
                 stack.append(iter(graph.get(target, [])))
     return found
+
+
+def _repeats(values: list[str]) -> list[str]:
+    """Each value listed more than once, once, in the order of its first repeat."""
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for value in values:
+        if value in seen and value not in repeated:
+            repeated.append(value)
+        seen.add(value)
+    return repeated
 
 
 def _is_name(value: str) -> bool:

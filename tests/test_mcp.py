@@ -126,18 +126,19 @@ def test_tools_list_publishes_every_offered_tool_with_its_spec_argument_schema(l
         assert tool.input_schema == spec_schema, tool.name
 
 
-@pytest.mark.parametrize("authorization", [None, "Bearer not-a-token", "Basic dXNlcjpwdw=="])
-def test_mcp_without_a_valid_bearer_token_is_401_with_a_challenge(live_server_url, authorization):
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if authorization:
-        headers["Authorization"] = authorization
+def test_mcp_without_a_valid_bearer_token_is_401_with_a_challenge(live_asgi_server):
+    url = live_asgi_server.url  # no rows needed, so no transactional_db (a flush per test on PostgreSQL)
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe"}}
-    response = httpx2.post(f"{live_server_url}/mcp", headers=headers, json=body)
-    assert response.status_code == 401
-    challenge = response.headers["WWW-Authenticate"]
-    assert challenge.startswith("Bearer ")
-    assert f'resource_metadata="{live_server_url}/.well-known/oauth-protected-resource/mcp"' in challenge
-    assert response.json() == UNAUTHENTICATED
+    for authorization in (None, "Bearer not-a-token", "Basic dXNlcjpwdw=="):
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if authorization:
+            headers["Authorization"] = authorization
+        response = httpx2.post(f"{url}/mcp", headers=headers, json=body, timeout=5)
+        assert response.status_code == 401, authorization
+        challenge = response.headers["WWW-Authenticate"]
+        assert challenge.startswith("Bearer "), challenge
+        assert f'resource_metadata="{url}/.well-known/oauth-protected-resource/mcp"' in challenge
+        assert response.json() == UNAUTHENTICATED
 
 
 def test_arguments_breaking_the_schema_come_back_as_an_invalid_envelope(live_server_url, agent):
@@ -204,8 +205,8 @@ def test_get_on_mcp_is_405_and_a_foreign_host_is_refused(live_server_url, agent)
     assert response.status_code == 421
 
 
-def test_the_asgi_app_still_serves_django_and_its_static_files(live_server_url):
-    static = httpx2.get(f"{live_server_url}/static/admin/css/base.css", timeout=5)
+def test_the_asgi_app_still_serves_django_and_its_static_files(live_asgi_server):
+    static = httpx2.get(f"{live_asgi_server.url}/static/admin/css/base.css", timeout=5)
     assert static.status_code == 200 and "text/css" in static.headers["Content-Type"]
-    rest = httpx2.post(f"{live_server_url}/api/v1/tools/describe", json={}, timeout=5)
+    rest = httpx2.post(f"{live_asgi_server.url}/api/v1/tools/describe", json={}, timeout=5)
     assert rest.status_code == 401

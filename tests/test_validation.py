@@ -1128,6 +1128,10 @@ def graph_steps(draw):
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=graph_steps(), profiles=PROFILE_SETS)
 def test_validate_never_raises_on_step_graphs(steps, profiles):
-    issues = validate({"name": "g", "description": "Graph.", "steps": steps}, profiles=profiles)
+    doc = {"name": "g", "description": "Graph.", "steps": steps}
+    issues = validate(doc, profiles=profiles)
     assert all(isinstance(line, str) for line in issues)
     assert len(issues) == len(set(issues)), "the same line reported twice"
+    if not issues:  # the helpers the engine uses work on whatever validates
+        parallel_branches(doc)
+        assert all(isinstance(next_routes(steps, index), list) for index in range(len(steps)))

@@ -154,7 +154,8 @@ def timeline(view: dict) -> list[Record]:
     records = []
     for row in view["steps"]:
         records += _completions(row["id"], row["kind"], view["data"]["steps"].get(row["id"]) or {})
-    return sorted(records, key=lambda r: (r.at or "", positions[r.step_id], r.attempt))
+    # Completions carry seconds; within one second earlier attempts go first, then step order.
+    return sorted(records, key=lambda r: (r.at or "", r.current, positions[r.step_id], r.attempt))
 
 
 def input_items(view: dict) -> list[tuple[str, object]]:

@@ -423,7 +423,12 @@ def operators(request, identity):
 @operator_view
 @require_POST
 def cancel_run(request, identity, run_id: str):
-    envelope = call_tool(identity, "cancel", {"runId": run_id, "reason": request.POST.get("reason", ""),
+    reason = request.POST.get("reason", "").strip()
+    if not reason:
+        # The tool accepts a blank reason (its schema does not refuse one); this form asks for one.
+        messages.error(request, "Not cancelled: give a reason; it is recorded as the run's ending note.")
+        return redirect("workqueue:run", run_id=run_id)
+    envelope = call_tool(identity, "cancel", {"runId": run_id, "reason": reason,
                                               "requestId": request.POST.get("request_id") or _request_id()})
     if envelope["ok"]:
         messages.success(request, "The run was cancelled.")

@@ -18,6 +18,7 @@ import mcp_types as types
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -83,7 +84,7 @@ def tool_input_schema(name: str) -> dict | None:
     return input_schema(name) if name in tools.TOOLS and name in offered_tools() else None
 
 
-async def list_tools(ctx, params) -> types.ListToolsResult:
+async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
     return types.ListToolsResult(tools=[
         types.Tool(name=name, description=tools.TOOLS[name].description, input_schema=input_schema(name),
                    output_schema=ENVELOPE_SCHEMA)
@@ -91,18 +92,15 @@ async def list_tools(ctx, params) -> types.ListToolsResult:
     ])
 
 
-def run_tool(identity: Identity, name: str, arguments: dict | None) -> dict:
-    return tools.call_tool(identity, name, arguments if arguments is not None else {})
-
-
-async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-    identity = ctx.request.scope.get(IDENTITY_SCOPE_KEY) if ctx.request is not None else None
-    if identity is None:  # unreachable over HTTP (the endpoint answers 401 first); refuse rather than guess
+async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    # ctx.request is the Starlette request of this HTTP POST, on both protocol eras.
+    identity: Identity | None = ctx.request.scope.get(IDENTITY_SCOPE_KEY) if ctx.request is not None else None
+    if identity is None:  # unreachable over HTTP (McpEndpoint answers 401 first); refuse rather than guess
         envelope = UNAUTHENTICATED
     else:
-        # thread_sensitive: runs on the request's own thread (ThreadSensitiveContext in McpEndpoint),
-        # the thread that authenticated, so the request uses one DB connection and is closed at its end.
-        envelope = await sync_to_async(run_tool)(identity, params.name, params.arguments)
+        # Thread-sensitive: runs on the request's own thread (see McpEndpoint), the one that
+        # authenticated, so a request uses one DB connection, released when the request ends.
+        envelope = await sync_to_async(tools.call_tool)(identity, params.name, params.arguments or {})
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(envelope, ensure_ascii=False))],
         structured_content=envelope,

@@ -71,13 +71,17 @@ class RunContext:
 
     # --- loading --------------------------------------------------------------------------
     @classmethod
-    def load(cls, *, organization, run_id: str, now=None, lock: bool = True) -> "RunContext":
+    def load(cls, *, organization, run_id: str, now=None, lock: bool = True,
+             skip_locked: bool = False) -> "RunContext | None":
+        """Load a run of the organization (not_found otherwise), its row locked first so concurrent
+        writes to one run serialize. With skip_locked, None when another transaction holds it."""
         runs = Run.objects.all()
         if lock:
-            # The run row lock comes first, always, so concurrent writes to one run serialize.
-            runs = runs.select_for_update(of=("self",))
+            runs = runs.select_for_update(of=("self",), skip_locked=skip_locked)
         run = runs.filter(pk=run_id, organization=organization).first()
         if run is None:
+            if skip_locked:
+                return None
             raise not_found(f"no run {run_id} in this organization")
         run.organization = organization  # already loaded with the caller's identity
         return cls(run, list(StepState.objects.filter(run=run)), now)

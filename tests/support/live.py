@@ -143,6 +143,15 @@ def live_server_url(transactional_db, live_asgi_server, request) -> str:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test using `live_asgi_server` directly: its log from here on is the test's."""
+    for value in getattr(item, "funcargs", {}).values():
+        if isinstance(value, LiveServer) and _FAILED_TEST_LOG not in item.stash:
+            item.stash[_FAILED_TEST_LOG] = (value, value.log_size())
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """Attach what the server logged during a failing test to that test's report."""
     report = yield
