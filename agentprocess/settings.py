@@ -139,7 +139,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 SWEEP_INTERVAL_SECONDS = env.float("SWEEP_INTERVAL_SECONDS", default=15.0)
 CELERY_BEAT_SCHEDULE = {
-    "sweep": {"task": "runs.tasks.sweep", "schedule": SWEEP_INTERVAL_SECONDS},
+    # A sweep not started within one interval is dropped: the next one does the same work.
+    "sweep": {"task": "runs.tasks.sweep", "schedule": SWEEP_INTERVAL_SECONDS,
+              "options": {"expires": SWEEP_INTERVAL_SECONDS}},
 }
 
 # --- check-1 evaluator (OpenAI-compatible chat completions); unset = no check profile ----

@@ -1,6 +1,7 @@
 """processes.validation: one refusal test per rule, each asserting the exact issue line."""
 
 import copy
+import functools
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,11 @@ def routed() -> dict:
 def fixture_frontmatter(name: str) -> dict:
     if not FIXTURES.is_dir():
         pytest.skip(f"spec fixtures not found at {FIXTURES}")
+    return copy.deepcopy(_parsed_fixture(name))
+
+
+@functools.cache
+def _parsed_fixture(name: str) -> dict:
     parsed = parse_process_file((FIXTURES / name / "PROCESS.md").read_text(encoding="utf-8"))
     assert parsed.issues == []
     return parsed.frontmatter
@@ -1064,7 +1070,7 @@ JSON_DATA = st.recursive(
 PROFILE_SETS = st.sets(st.sampled_from(["parallel-1", "check-1", "other-1"])).map(frozenset)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(data=JSON_DATA, profiles=PROFILE_SETS)
 def test_validate_never_raises_on_arbitrary_data(data, profiles):
     issues = validate(data, profiles=profiles, folder_name="demo")
@@ -1076,7 +1082,7 @@ SMALL_DATA = st.recursive(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.dictionaries(KEYS, SMALL_DATA, max_size=5), steps=st.lists(st.dictionaries(KEYS, SMALL_DATA, max_size=6), max_size=6))
 def test_validate_never_raises_on_step_shaped_data(data, steps):
     assert isinstance(validate({**data, "steps": steps}, profiles=BOTH), list)
@@ -1100,7 +1106,7 @@ def _mutate(value, path: list[int], replacement):
     profiles=PROFILE_SETS,
 )
 def test_validate_never_raises_on_mutated_fixtures(name, path, replacement, profiles):
-    doc = _mutate(copy.deepcopy(fixture_frontmatter(name)), path, replacement)
+    doc = _mutate(fixture_frontmatter(name), path, replacement)
     assert isinstance(validate(doc, profiles=profiles, folder_name=name), list)
 
 
