@@ -161,6 +161,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Every agentprocess tool (core-2) as POST /api/v1/tools/<tool>.",
     "VERSION": "core-2",
     "SERVE_INCLUDE_SCHEMA": False,
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": ["agentprocess.api.openapi.expand_tool_paths"],
 }
 
 LOGGING = {

@@ -17,6 +17,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import ConstructorError, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.nodes import MappingNode
+from ruamel.yaml.reader import ReaderError
 
 DELIMITER = "---"
 DELIMITER_ISSUE = 'frontmatter: the file must start with a line "---" and close the frontmatter with another "---"'
@@ -67,7 +68,7 @@ def split_frontmatter(text: str) -> tuple[str, str] | None:
 
 
 def _is_delimiter(line: str) -> bool:
-    return line in ("---", "---\r")
+    return line in (DELIMITER, DELIMITER + "\r")
 
 
 def load_frontmatter(yaml_text: str) -> tuple[dict | None, list[str]]:
@@ -78,6 +79,8 @@ def load_frontmatter(yaml_text: str) -> tuple[dict | None, list[str]]:
         data = _new_loader().load(yaml_text)
     except MarkedYAMLError as error:
         return None, [_marked_issue(error)]
+    except ReaderError as error:
+        return None, [_reader_issue(yaml_text, error)]
     if not isinstance(data, dict):
         return None, ["frontmatter: must be a YAML mapping of fields (name, description, steps ...)"]
     problem = _json_data_problem(data)
@@ -102,6 +105,14 @@ def _marked_issue(error: MarkedYAMLError) -> str:
     if mark is None:
         return f"frontmatter: {problem}"
     return f"line {mark.line + FIRST_YAML_LINE}, column {mark.column + 1}: {problem}"
+
+
+def _reader_issue(yaml_text: str, error: ReaderError) -> str:
+    # The reader reports a character offset into the YAML text, not a line.
+    position = error.position if isinstance(error.position, int) else 0
+    line = yaml_text.count("\n", 0, position) + FIRST_YAML_LINE
+    column = position - (yaml_text.rfind("\n", 0, position) + 1) + 1
+    return f"line {line}, column {column}: character #x{ord(error.character):04x} is not allowed ({error.reason})"
 
 
 def _new_loader() -> YAML:

@@ -522,16 +522,16 @@ def review(publish):
 
 def _task_payload(**overrides):
     payload = {
-        "out.0": "12345678901234567890.5e-3",  # score: kept exactly as typed, never rounded
-        "out.1": "true",
-        "out.2": "2026-10-07",
-        "out.3": "2026-10-07T14:30", "out.3.offset": "+02:00",
-        "out.4": "reliable\n  fast  \n\nlocal",
-        "out.5": "1\n2.50\n-3e2",
-        "out.6": '{"country": "DE", "employees": 40}',
-        "out.7": "contact@vendor.example",
-        "out.8": '"silver"',
-        "out.9": "",
+        "out.score": "12345678901234567890.5e-3",  # score: kept exactly as typed, never rounded
+        "out.approved": "true",
+        "out.reviewedOn": "2026-10-07",
+        "out.meetingAt": "2026-10-07T14:30", "offset:out.meetingAt": "+02:00",
+        "out.tags": "reliable\n  fast  \n\nlocal",
+        "out.amounts": "1\n2.50\n-3e2",
+        "out.details": '{"country": "DE", "employees": 40}',
+        "out.contact": "contact@vendor.example",
+        "out.tier": '"silver"',
+        "out.comment": "",
         "evidence_links": "https://example.com/report\nDOC-42",
         "next": "accept",
         "reason": "Everything checks out.",
@@ -546,15 +546,15 @@ def test_task_form_has_a_widget_per_type(review, person_client, make_person):
     client, reviewer = person_client("rev@example.com", groups=["reviewers"])
     view = start(reviewer, "vendor-review", {"vendorName": "Acme"})
     html = page(client, f"/work/{item_of(view)['id']}")
-    assert re.search(r'<input type="number" id="field-out.0" name="out.0" value="" step="any"', html)
-    assert re.search(r'<select id="field-out.1" name="out.1"', html) and ">Yes</option>" in html
-    assert re.search(r'<input type="date" id="field-out.2"', html)
-    assert re.search(r'<input type="datetime-local" step="1" id="field-out.3"', html)
-    assert 'name="out.3.offset"' in html and '<option value="+05:45"' in html
-    assert re.search(r'<textarea id="field-out.4" name="out.4"', html) and "One item per line." in html
-    assert re.search(r'<textarea id="field-out.6" name="out.6" rows="6" class="mono"', html)
-    assert re.search(r'<input type="email" id="field-out.7"', html)
-    assert re.search(r'<select id="field-out.8" name="out.8"', html)
+    assert re.search(r'<input type="number" id="field-out_score" name="out.score" value="" step="any"', html)
+    assert re.search(r'<select id="field-out_approved" name="out.approved"', html) and ">Yes</option>" in html
+    assert re.search(r'<input type="date" id="field-out_reviewedOn"', html)
+    assert re.search(r'<input type="datetime-local" step="1" id="field-out_meetingAt"', html)
+    assert 'name="offset:out.meetingAt"' in html and '<option value="+05:45"' in html
+    assert re.search(r'<textarea id="field-out_tags" name="out.tags"', html) and "One item per line." in html
+    assert re.search(r'<textarea id="field-out_details" name="out.details" rows="6" class="mono"', html)
+    assert re.search(r'<input type="email" id="field-out_contact"', html)
+    assert re.search(r'<select id="field-out_tier" name="out.tier"', html)
     assert '<option value="&quot;gold&quot;">gold</option>' in html
     assert re.search(r'comment <span class="type">string</span> <span class="optional">optional</span>', html)
     assert 'type="file" id="evidence-files" name="evidence_files" multiple' in html
@@ -608,7 +608,7 @@ def test_datetime_without_a_chosen_offset_is_utc():
 
     widgets = build_widgets({"at": "datetime", "when": "datetime"}, "x.")
     for widget in widgets:
-        widget.fill_from_post(QueryDict("x.0=2026-01-02T03:04:05&x.1=2026-01-02T03:04&x.1.offset=-05:30"))
+        widget.fill_from_post(QueryDict("x.at=2026-01-02T03:04:05&x.when=2026-01-02T03:04&offset:x.when=-05:30"))
     assert read_widgets(widgets) == {"at": "2026-01-02T03:04:05Z", "when": "2026-01-02T03:04:00-05:30"}
 
 
@@ -616,15 +616,15 @@ def test_task_errors_are_shown_next_to_their_fields_and_none_is_lost(review, per
     client, reviewer = person_client("rev@example.com", groups=["reviewers"])
     view = start(reviewer, "vendor-review", {"vendorName": "Acme"})
     item = item_of(view)
-    payload = _task_payload(**{"out.0": "lots", "out.5": "1\ntwo", "out.6": "{not json", "out.7": "", "next": "",
+    payload = _task_payload(**{"out.score": "lots", "out.amounts": "1\ntwo", "out.details": "{not json", "out.contact": "", "next": "",
                                "reason": "", "evidence_links": ""})
     response = decide_form(client, item["id"], payload, status=422)
     html = response.content.decode()
     expected = {
-        "field-out.0-errors": "output.score: expected number",
-        "field-out.5-errors": "output.amounts[1]: expected number",
-        "field-out.6-errors": "output.details: expected object",
-        "field-out.7-errors": "output.contact: missing",
+        "field-out_score-errors": "output.score: expected number",
+        "field-out_amounts-errors": "output.amounts[1]: expected number",
+        "field-out_details-errors": "output.details: expected object",
+        "field-out_contact-errors": "output.contact: missing",
         "evidence-errors": "evidence: file required",
         "next-errors": "next: required, one of accept, decline",
         "reason-errors": "reason: required",
@@ -724,7 +724,7 @@ def test_escalation_completed_in_the_agents_place(publish, person_client, agent)
     view = escalated_supplier(agent)
     item = item_of(view)
     upload = SimpleUploadedFile("screening.txt", b"manual screening: clear", content_type="text/plain")
-    decide_form(client, item["id"], {"decision": "completed", "out.0": "true", "out.1": "Manually screened.",
+    decide_form(client, item["id"], {"decision": "completed", "out.score": "true", "out.approved": "Manually screened.",
                                      "next": "approve", "reason": "Cleared by hand."},
                 files={"evidence_files": upload})
     run = run_of(view["run"]["id"])
@@ -932,13 +932,13 @@ def test_runs_list_pages_with_a_cursor(quick, person_client, agent):
 def test_start_run_from_the_browser_with_typed_inputs(quick, person_client):
     client, _ = person_client("fin@example.com", groups=["finance"])
     html = page(client, "/runs/start/?process=quick-approval")
-    assert 'name="in.0"' in html and 'type="number" id="field-in.1"' in html
+    assert 'name="in.vendorName"' in html and 'type="number" id="field-in_amount"' in html
     request_id = re.search(r'name="request_id" value="([^"]+)"', html).group(1)
-    response = client.post("/runs/start/", {"process": "quick-approval", "in.0": "Acme", "in.1": "abc",
+    response = client.post("/runs/start/", {"process": "quick-approval", "in.vendorName": "Acme", "in.amount": "abc",
                                             "request_id": request_id})
     assert response.status_code == 400
-    assert re.search(r'id="field-in.1-errors">\s*<li class="field-error">inputs.amount: expected number', response.content.decode())
-    response = client.post("/runs/start/", {"process": "quick-approval", "in.0": "Acme", "in.1": "0.1",
+    assert re.search(r'id="field-in_amount-errors">\s*<li class="field-error">inputs.amount: expected number', response.content.decode())
+    response = client.post("/runs/start/", {"process": "quick-approval", "in.vendorName": "Acme", "in.amount": "0.1",
                                             "mode": "test", "request_id": request_id})
     assert response.status_code == 302
     run = Run.objects.get()

@@ -159,3 +159,26 @@ def test_busy_database_answers_retry_503(client, onboarding, agent):
         with connection.cursor() as cursor:
             cursor.execute("RESET lock_timeout")
     assert (status, env["error"]["code"]) == (503, "retry")
+
+
+def test_openapi_schema_describes_every_tool_with_the_spec_schemas(client, agent):
+    import json as json_
+
+    from tests.support.spec import SCHEMAS, need_spec
+
+    response = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    schema = json_.loads(response.content)
+    assert schema["openapi"] == "3.1.0"
+    tools = agent.ok("describe")["tools"]
+    assert sorted(p.rsplit("/", 1)[1] for p in schema["paths"]) == sorted(tools)
+    need_spec()
+    claim = schema["paths"]["/api/v1/tools/claim"]["post"]
+    spec_arguments = json_.loads((SCHEMAS / "tools" / "claim.arguments.json").read_text())
+    documented = claim["requestBody"]["content"]["application/json"]["schema"]
+    assert documented["properties"] == spec_arguments["properties"]
+    assert documented["required"] == spec_arguments["required"]
+    assert set(claim["responses"]) == {"200", "400", "401", "403", "404", "409", "422", "503"}
+    refs = [v for v in json_.dumps(schema).split('"$ref": ')[1:]]
+    assert all(r.startswith('"#/components/schemas/') for r in refs)
+    assert client.get("/api/v1/docs/").status_code == 200

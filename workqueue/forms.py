@@ -94,6 +94,10 @@ class Widget:
     hints: list[str] = field(default_factory=list)
 
     @property
+    def offset_name(self) -> str:
+        return f"offset:{self.html_name}"
+
+    @property
     def type(self) -> str:
         return self.spec["type"]
 
@@ -116,9 +120,7 @@ class Widget:
             return f"list of {self.item_type}"
         return self.type
 
-    @property
-    def id(self) -> str:
-        return f"field-{self.html_name}"
+    id: str = ""  # the HTML id: a slug of the name, unique within the form
 
     @property
     def input_type(self) -> str:
@@ -142,7 +144,7 @@ class Widget:
             return
         self.raw = data.get(self.html_name, "")
         if self.control == "datetime":
-            self.offset = data.get(f"{self.html_name}.offset", self.offset)
+            self.offset = data.get(self.offset_name, self.offset)
 
     def fill_from_value(self, value) -> None:
         if value is None:
@@ -249,12 +251,21 @@ def _choice_label(kind: str, value) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text) or "_"
+
+
 def build_widgets(specs: dict | None, prefix: str) -> list[Widget]:
-    widgets = []
+    """One widget per declared field. The form name is `<prefix><field name>`; the HTML id a slug."""
+    widgets, ids = [], set()
     for index, (name, raw_spec) in enumerate((specs or {}).items()):
         spec = normalize(raw_spec)
         control = _control_for(spec)
-        widget = Widget(name=name, html_name=f"{prefix}{index}", spec=spec, control=control)
+        html_id = f"field-{_slug(prefix)}{_slug(name)}"
+        if html_id in ids:
+            html_id = f"{html_id}-{index}"
+        ids.add(html_id)
+        widget = Widget(name=name, html_name=f"{prefix}{name}", spec=spec, control=control, id=html_id)
         if control == "select":
             widget.choices = _choices(spec["one_of"], spec["type"])
         elif control == "checkboxes":

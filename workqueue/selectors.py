@@ -34,12 +34,18 @@ class InboxFilters:
 
 
 def _text_filter(text: str) -> Q:
-    """Free text over the run's inputs, as the stored JSON text. SQLite keeps non-ASCII characters
-    and quotes JSON-escaped, so the escaped spelling of the text is matched too."""
-    escaped = json.dumps(text)[1:-1]
-    condition = Q(inputs_text__icontains=text)
-    if escaped != text:
-        condition |= Q(inputs_text__icontains=escaped)
+    """Free text over the run's inputs, as their stored JSON text. That text escapes quotes and
+    backslashes, and on SQLite non-ASCII characters too (whose case LIKE does not fold), so the
+    escaped spellings of the text are matched as well."""
+    spellings = {
+        text,
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        json.dumps(text)[1:-1],
+        json.dumps(text.lower())[1:-1],
+    }
+    condition = Q()
+    for spelling in sorted(spellings):
+        condition |= Q(inputs_text__icontains=spelling)
     return condition
 
 

@@ -8,6 +8,7 @@ request and response schemas come from the spec's JSON Schemas (agentprocess.api
 import json
 
 from django.http import JsonResponse
+from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
 from agentprocess.errors import HTTP_STATUS
@@ -33,6 +34,7 @@ class ToolView(APIView):
     permission_classes = []
     parser_classes = []
 
+    @extend_schema(exclude=True)  # described per tool by agentprocess.api.openapi.expand_tool_paths
     def post(self, request, tool: str):
         identity = authenticate(request.headers.get("Authorization"))
         if identity is None:
