@@ -1,6 +1,7 @@
 """The ASGI app: Django for everything, except /mcp, which goes to the MCP endpoint.
 
 Serve it with `uvicorn agentprocess.asgi:application` (any number of workers: MCP is stateless).
+The ASGI lifespan must stay on (uvicorn's default): it starts the MCP SDK's session manager.
 Static files are served by WhiteNoise inside Django's middleware, so they work here as well.
 """
 

@@ -26,5 +26,10 @@ def offered_tools() -> list[str]:
     return list(REQUIRED_TOOLS) + [tool for tool in OPTIONAL_TOOLS if tool not in disabled]
 
 
+def evaluator_configured() -> bool:
+    return bool(settings.CHECK_EVALUATOR_URL and settings.CHECK_EVALUATOR_MODEL)
+
+
 def offered_profiles() -> frozenset[str]:
-    return frozenset()
+    """parallel-1 always; check-1 only while an evaluator is configured (check-1 preamble)."""
+    return frozenset({"parallel-1"} | ({"check-1"} if evaluator_configured() else set()))

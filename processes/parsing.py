@@ -112,7 +112,9 @@ def _reader_issue(yaml_text: str, error: ReaderError) -> str:
     position = error.position if isinstance(error.position, int) else 0
     line = yaml_text.count("\n", 0, position) + FIRST_YAML_LINE
     column = position - (yaml_text.rfind("\n", 0, position) + 1) + 1
-    return f"line {line}, column {column}: character #x{ord(error.character):04x} is not allowed ({error.reason})"
+    character = error.character
+    shown = f"#x{character:04x}" if isinstance(character, int) else repr(character)
+    return f"line {line}, column {column}: character {shown} is not allowed ({error.reason})"
 
 
 def _new_loader() -> YAML:

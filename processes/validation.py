@@ -56,6 +56,7 @@ JOIN = "join"
 DURATION_HINT = "(use e.g. 30m, 4h, 3d)"
 STEP_ID_HINT = '(a lowercase letter, then up to 63 lowercase letters, digits, "_" or "-")'
 NAME_HINT = "(lowercase letters and digits in words joined by single hyphens, at most 64 characters)"
+ROLE_HINT = '(lowercase letters and digits in words joined by "-" or "_")'
 
 
 def validate(frontmatter: dict, *, folder_name: str | None = None, profiles: frozenset[str] = frozenset()) -> list[str]:
@@ -284,7 +285,7 @@ class _Checker:
         self.check_kind_keys(index, step)
         for key in step:
             if key not in STEP_KEYS:
-                self.add(index, f"unknown field {show_key(key)}")
+                self.add(index, f"unknown field {_show_key(key)}")
         self.check_profiles_offered(index, step)
         if kind is not None and not self.skipped(kind):
             self.check_key_placement(index, step, kind)
@@ -408,10 +409,7 @@ class _Checker:
             if problem:
                 self.add(index, f"person {problem}")
         elif person != "initiator" and not _is_role(person):
-            self.add(
-                index,
-                f'person {show(person)} is not a valid role name (lowercase letters and digits in words joined by "-" or "_")',
-            )
+            self.add(index, f"person {show(person)} is not a valid role name {ROLE_HINT}")
 
     def path_problem(self, path, wanted: str) -> str | None:
         """Why `path` does not name a declared field of type `wanted` (spec §2.2 `person`)."""
@@ -487,7 +485,7 @@ class _Checker:
             return None
         for key in route:
             if key not in ROUTE_KEYS:
-                self.add(index, f"{where} has unknown field {show_key(key)}")
+                self.add(index, f"{where} has unknown field {_show_key(key)}")
         if "when" in route and not _is_text(route["when"]):
             self.add(index, f'{where} "when" must be a non-empty string')
         if "to" not in route:
@@ -579,7 +577,9 @@ class _Checker:
     def check_last_step(self) -> None:
         last = len(self.steps) - 1
         step, kind = self.steps[last], self.kinds[last]
-        if isinstance(step, dict) and kind not in (None, "finish") and "next" not in step and not self.branch_of.get(last):
+        if not isinstance(step, dict) or kind in (None, "finish") or "next" in step:
+            return
+        if not self.branch_of.get(last):  # a branch step says so in its own, sharper line
             self.add(last, "is the last step, so it must name next")
 
     def check_reachable(self) -> None:
@@ -805,7 +805,7 @@ ALL_QUESTION_KEYS = ("ask", "pass", "fail", "one_of", "unsure", "levels", "confi
 def _question_issues(question) -> list[str]:
     if not isinstance(question, dict):
         return ["must be a mapping with ask"]
-    issues = [f"has unknown field {show_key(key)}" for key in question if key not in ALL_QUESTION_KEYS]
+    issues = [f"has unknown field {_show_key(key)}" for key in question if key not in ALL_QUESTION_KEYS]
     if "ask" not in question:
         issues.append("is missing ask")
     elif not _is_text(question["ask"]):
@@ -826,7 +826,11 @@ def _question_issues(question) -> list[str]:
 
 
 def _yes_no_issues(question: dict) -> list[str]:
-    issues = [f"{key} must be a number from 0 to 1" for key in ("pass", "fail") if key in question and not _is_probability(question[key])]
+    issues = [
+        f"{key} must be a number from 0 to 1"
+        for key in ("pass", "fail")
+        if key in question and not _is_probability(question[key])
+    ]
     if not issues and "pass" in question and "fail" in question and not question["fail"] < question["pass"]:
         issues.append("fail must be below pass")
     return issues
@@ -836,7 +840,11 @@ def _choice_issues(question: dict) -> list[str]:
     answers = question["one_of"]
     if not (isinstance(answers, dict) and len(answers) >= 2 and all(_is_text(name) for name in answers)):
         return ["one_of must map two or more answer names to descriptions"]
-    issues = [f"one_of {show(name)} must have a description (a string)" for name, text in answers.items() if not isinstance(text, str)]
+    issues = [
+        f"one_of {show(name)} must have a description (a string)"
+        for name, text in answers.items()
+        if not isinstance(text, str)
+    ]
     if "pass" not in question:
         return issues + ["pass is missing (the answers that pass)"]
     issues += _answer_list_issues(question["pass"], answers, "pass", allow_empty=False)
@@ -927,5 +935,5 @@ def _a(word: str) -> str:
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
-def show_key(key) -> str:
+def _show_key(key) -> str:
     return show(key) if isinstance(key, str) else show(str(key))

@@ -210,3 +210,16 @@ def test_the_asgi_app_still_serves_django_and_its_static_files(live_asgi_server)
     assert static.status_code == 200 and "text/css" in static.headers["Content-Type"]
     rest = httpx2.post(f"{live_asgi_server.url}/api/v1/tools/describe", json={}, timeout=5)
     assert rest.status_code == 401
+
+
+def test_an_upload_above_the_sdk_default_body_limit_is_accepted(live_server_url, agent):
+    """The SDK refuses bodies over 4 MiB by default; MAX_UPLOAD_BYTES (10 MiB) is base64 in the body."""
+    content = bytes(range(256)) * (5 * 1024 * 4)  # 5 MiB
+
+    async def upload():
+        async with mcp_client(live_server_url, agent.token) as client:
+            return await ok(client, "upload", fileName="big.bin", contentType="application/octet-stream",
+                            contentBase64=base64.b64encode(content).decode(), requestId=new_request_id())
+
+    uploaded = anyio.run(upload)
+    assert (uploaded["bytes"], uploaded["sha256"]) == (len(content), hashlib.sha256(content).hexdigest())

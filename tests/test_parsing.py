@@ -135,6 +135,11 @@ def test_tab_indentation_error_has_position():
     assert parsed.issues[0].startswith("line 4, column 1: ")
 
 
+def test_control_character_has_position():
+    parsed = parse_process_file("---\nname: demo\ndesc: a\x00b\n---\n")
+    assert parsed.issues == ["line 3, column 8: character #x0000 is not allowed (special characters are not allowed)"]
+
+
 def test_frontmatter_must_be_a_mapping():
     expected = ["frontmatter: must be a YAML mapping of fields (name, description, steps ...)"]
     assert frontmatter_of("- a\n- b\n").issues == expected

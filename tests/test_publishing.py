@@ -40,20 +40,34 @@ def test_core_fixture_imports_and_publishes_through_cli(db, name):
     assert out.strip() == f"published {name} version 1 {version.content_hash}"
 
 
-@pytest.mark.parametrize(("name", "issues"), [
-    # One line per step using a profile construct: `parallel:` on respond, `next: join` in each branch.
-    ("major-incident", [f"steps[{i}] ({step}): needs profile parallel-1, which this server does not offer"
-                        for i, step in enumerate(["respond", "operations", "security", "communications"], 1)]),
-    ("vendor-check", ["steps[0] (check_vendor): needs profile check-1, which this server does not offer"]),
-])
-def test_profile_fixture_is_refused_with_the_missing_profile_issue(db, name, issues):
-    """Spec §8: a server refuses at publication a process whose keys need a profile it lacks."""
-    assert name in PROFILE_FIXTURES
-    text = fixture_text(name)
-    code, out, err = run_cli(str(FIXTURES / name), *bind_all(text), "--publish")
+def test_major_incident_publishes_with_parallel_offered(db):
+    """parallel-1 preamble: a server that implements the profile publishes processes using it."""
+    text = fixture_text("major-incident")
+    code, out, err = run_cli(str(FIXTURES / "major-incident"), *bind_all(text), "--publish")
+    assert (code, err) == (0, "")
+    assert out.startswith("published major-incident version 1 ")
+
+
+def test_vendor_check_is_refused_without_an_evaluator(db, settings):
+    """check-1 preamble: without an evaluator configured, a process using check: is refused."""
+    settings.CHECK_EVALUATOR_URL = ""
+    assert "vendor-check" in PROFILE_FIXTURES
+    text = fixture_text("vendor-check")
+    code, _out, err = run_cli(str(FIXTURES / "vendor-check"), *bind_all(text), "--publish")
     assert code == 1
-    assert err.splitlines() == issues
+    assert err.splitlines() == ["steps[0] (check_vendor): needs profile check-1, which this server does not offer"]
     assert not ProcessVersion.objects.exists()
+
+
+def test_without_the_parallel_profile_major_incident_is_refused(db, monkeypatch):
+    """Spec §8: a server refuses at publication a process whose keys need a profile it lacks."""
+    monkeypatch.setattr("processes.publishing.offered_profiles", lambda: frozenset())
+    text = fixture_text("major-incident")
+    code, _out, err = run_cli(str(FIXTURES / "major-incident"), *bind_all(text), "--publish")
+    assert code == 1
+    # One line per step using a profile construct: `parallel:` on respond, `next: join` in each branch.
+    assert err.splitlines() == [f"steps[{i}] ({step}): needs profile parallel-1, which this server does not offer"
+                                for i, step in enumerate(["respond", "operations", "security", "communications"], 1)]
 
 
 def test_content_hash_equals_an_independently_computed_vector(db, publish):
