@@ -31,5 +31,6 @@ def evaluator_configured() -> bool:
 
 
 def offered_profiles() -> frozenset[str]:
-    """parallel-1 always; check-1 only while an evaluator is configured (check-1 preamble)."""
-    return frozenset({"parallel-1"} | ({"check-1"} if evaluator_configured() else set()))
+    """parallel-1 unless switched off; check-1 only while an evaluator is configured (check-1 preamble)."""
+    profiles = {"parallel-1"} | ({"check-1"} if evaluator_configured() else set())
+    return frozenset(profiles - set(settings.DISABLED_PROFILES))

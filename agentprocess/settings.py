@@ -115,6 +115,8 @@ MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
 FILE_URL_SECONDS = env.int("FILE_URL_SECONDS", default=3600)
 # Tools switched off on this server; publishing refuses processes that need them (spec §4.2).
 DISABLED_TOOLS = env.list("DISABLED_TOOLS", default=[])
+# Profiles switched off; publishing refuses processes using them (spec §8).
+DISABLED_PROFILES = env.list("DISABLED_PROFILES", default=[])
 # A base64 upload of MAX_UPLOAD_BYTES plus the JSON around it must fit in one request body.
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES * 4 // 3 + 64 * 1024
 

@@ -163,7 +163,7 @@ def decide_form(client, work_item_id, data, files=None, status=302):
     if files:
         payload.update(files)
     response = client.post(url, payload)
-    assert response.status_code == status, (response.status_code, response.content.decode()[:3000])
+    assert response.status_code == status, (response.status_code, re.findall(r"field-error\">([^<]*)|<h2>([^<]*)</h2>\s*<p>([^<]*)", response.content.decode()))
     return response
 
 

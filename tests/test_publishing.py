@@ -59,9 +59,10 @@ def test_vendor_check_is_refused_without_an_evaluator(db, settings):
     assert not ProcessVersion.objects.exists()
 
 
-def test_without_the_parallel_profile_major_incident_is_refused(db, monkeypatch):
+def test_without_the_parallel_profile_major_incident_is_refused(db, settings, agent):
     """Spec §8: a server refuses at publication a process whose keys need a profile it lacks."""
-    monkeypatch.setattr("processes.publishing.offered_profiles", lambda: frozenset())
+    settings.DISABLED_PROFILES = ["parallel-1"]
+    assert agent.ok("describe")["profiles"] == []
     text = fixture_text("major-incident")
     code, _out, err = run_cli(str(FIXTURES / "major-incident"), *bind_all(text), "--publish")
     assert code == 1
