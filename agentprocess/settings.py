@@ -150,6 +150,12 @@ CELERY_BEAT_SCHEDULE = {
 CHECK_EVALUATOR_URL = env.str("CHECK_EVALUATOR_URL", default="")
 CHECK_EVALUATOR_MODEL = env.str("CHECK_EVALUATOR_MODEL", default="")
 CHECK_EVALUATOR_API_KEY = env.str("CHECK_EVALUATOR_API_KEY", default="")
+CHECK_EVALUATOR_TIMEOUT = env.float("CHECK_EVALUATOR_TIMEOUT", default=30.0)
+# describe.limits of check-1 §5.
+CHECK_PASS = env.float("CHECK_PASS", default=0.9)
+CHECK_FAIL = env.float("CHECK_FAIL", default=None)
+CHECK_CONFIDENCE = env.float("CHECK_CONFIDENCE", default=0.8)
+CHECK_STATE_BYTES = env.int("CHECK_STATE_BYTES", default=64 * 1024)
 
 # --- REST --------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -7,6 +7,8 @@ import datetime as dt
 import functools
 from dataclasses import dataclass, field
 
+from .validation import parallel_branches
+
 KINDS = ("agent", "task", "approve", "wait", "wait_until", "wait_for", "finish", "parallel")
 PERSON_KINDS = ("task", "approve")
 JOIN = "join"
@@ -99,30 +101,19 @@ def _routes(raw) -> tuple[dict, ...]:
     return tuple(routes)
 
 
-def _branches(raw_steps: list[dict]) -> dict[str, tuple[str, str]]:
-    """step id → (parallel step id, branch entry id), following next/on_timeout up to `join`."""
-    by_id = {step["id"]: step for step in raw_steps}
-    placement = {}
-    for step in raw_steps:
-        if _kind(step) != "parallel":
-            continue
-        for entry in step["parallel"]:
-            pending = [entry]
-            while pending:
-                current = pending.pop()
-                if current == JOIN or current in placement or current not in by_id:
-                    continue
-                placement[current] = (step["id"], entry)
-                raw = by_id[current]
-                nxt = raw.get("next")
-                targets = [r if isinstance(r, str) else r.get("to") for r in nxt] if isinstance(nxt, list) else [nxt]
-                pending += [t for t in targets + [raw.get("on_timeout")] if t]
-    return placement
+def _branches(frontmatter: dict) -> dict[str, tuple[str, str]]:
+    """step id → (parallel step id, branch entry id), by the validator's own branch rule."""
+    return {
+        member: (parallel, entry)
+        for parallel, branches in parallel_branches(frontmatter).items()
+        for entry, members in branches.items()
+        for member in members
+    }
 
 
 def compile_definition(frontmatter: dict, body: str, bindings: dict | None = None) -> Definition:
     raw_steps = frontmatter["steps"]
-    placement = _branches(raw_steps)
+    placement = _branches(frontmatter) if any("parallel" in step for step in raw_steps) else {}
     steps = []
     for position, raw in enumerate(raw_steps):
         kind = _kind(raw)

@@ -647,9 +647,9 @@ class _ParallelRules:
                 found.append(index)
         return found
 
-    def explicit(self, index: int, keys=("next", "on_timeout")) -> list:
+    def explicit(self, index: int) -> list:
         """Targets of the step's own next and on_timeout (never the following-step default)."""
-        return [target for label, target in self.c.declared[index] if label in keys]
+        return [target for label, target in self.c.declared[index] if label in ("next", "on_timeout")]
 
     def find_leads_to_join(self) -> set[int]:
         """Steps from which next (explicit or default) and on_timeout edges reach join."""

@@ -5,13 +5,9 @@ from processes.definition import Definition, definition_for
 
 from .models import Run, StepState, WorkItem
 from .services import rundata
+from .services.decisions import DECISIONS, decisions_for  # noqa: F401 - DECISIONS re-exported for the inbox
 from .services.engine import effective_handoff, visible_state
 
-DECISIONS = {
-    "task": ["completed", "failed"],
-    "approve": ["approved", "rejected", "failed"],
-    "agent": ["returned", "completed", "failed"],
-}
 NEW_REQUEST_ID = "<new UUID>"
 
 
@@ -58,7 +54,7 @@ def work_item_view(item: WorkItem, run: Run, state: StepState, definition: Defin
         "decide": {
             "tool": "decide",
             "arguments": {"runId": run.id, "workItemId": item.id, "snapshot": run.snapshot, "requestId": NEW_REQUEST_ID},
-            "decisions": list(DECISIONS[item.kind]),
+            "decisions": decisions_for(item),
         },
     }
     if run.mode == "test":

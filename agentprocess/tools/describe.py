@@ -6,7 +6,11 @@ from .registry import tool
 
 
 def limits() -> dict:
-    return {"runDataBytes": settings.RUN_DATA_BYTES}
+    values = {"runDataBytes": settings.RUN_DATA_BYTES}
+    if "check-1" in offered_profiles():  # check-1 §5: listed only while an evaluator is configured
+        values.update(checkPass=settings.CHECK_PASS, checkFail=settings.CHECK_FAIL,
+                      checkConfidence=settings.CHECK_CONFIDENCE, checkStateBytes=settings.CHECK_STATE_BYTES)
+    return values
 
 
 @tool("describe", write=False, description="Protocol version, profiles, lease seconds, person format, tools and limits.")

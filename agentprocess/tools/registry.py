@@ -32,6 +32,9 @@ class Tool:
     write: bool
     description: str
     lookup_first: bool = False
+    # Work done before the write's transaction (e.g. asking the check evaluator); its result is
+    # passed to the handler as `prepared`.
+    prepare: Callable[[Identity, dict, object], object] | None = None
 
     @property
     def arguments_schema(self) -> dict:
@@ -46,10 +49,10 @@ TOOLS: dict[str, Tool] = {}
 _validators: dict[str, Draft202012Validator] = {}
 
 
-def tool(name: str, *, write: bool, description: str, lookup_first: bool = False):
+def tool(name: str, *, write: bool, description: str, lookup_first: bool = False, prepare=None):
     def register(handler):
         TOOLS[name] = Tool(name=name, handler=handler, write=write, description=description,
-                           lookup_first=lookup_first)
+                           lookup_first=lookup_first, prepare=prepare)
         return handler
 
     return register
@@ -128,9 +131,11 @@ def call_tool(identity: Identity, name: str, arguments) -> dict:
         if issues:
             raise invalid(f"the arguments do not match the {name} schema", issues)
         now = clock.now()
+        extra = {"prepared": found.prepare(identity, arguments, now)} if found.prepare else {}
         if found.write:
             data = run_write(identity=identity, tool=name, arguments=arguments, now=now,
-                             action=lambda: found.handler(identity, arguments, now), lookup_first=found.lookup_first)
+                             action=lambda: found.handler(identity, arguments, now, **extra),
+                             lookup_first=found.lookup_first)
         else:
             data = found.handler(identity, arguments, now)
         return {"ok": True, "data": data}

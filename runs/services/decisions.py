@@ -4,12 +4,25 @@ from agentprocess.clock import iso
 from agentprocess.errors import ALREADY_DECIDED, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
 from agentprocess.identity import Identity
 
-from ..models import WorkItem, WorkItemState
-from ..presenters import DECISIONS
+from ..models import IdempotencyRecord, WorkItem, WorkItemState
+from . import checks
 from .acceptance import accept
 from .engine import RunContext
+from .submissions import settle_check
 
 NEEDS_NOTE = ("rejected", "returned", "failed")
+ESCALATION_DECISIONS = ["returned", "completed", "failed"]
+DECISIONS = {
+    "task": ["completed", "failed"],
+    "approve": ["approved", "rejected", "failed"],
+    "agent": ESCALATION_DECISIONS,  # an agent step only reaches a person by escalation
+}
+
+
+def decisions_for(item: WorkItem) -> list[str]:
+    """What a work item accepts (tools.md): an escalated step, whatever its kind, is returned,
+    completed or failed."""
+    return list(ESCALATION_DECISIONS) if item.escalation is not None else list(DECISIONS[item.kind])
 
 
 def argument_issues(*, decision, output, evidence, summary, next_choice, reason, note) -> list[str]:
@@ -44,7 +57,8 @@ def _check_person(identity: Identity, item: WorkItem) -> None:
 
 
 def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str, decision: str, output=None,
-           evidence=None, summary=None, next_choice=None, reason=None, note=None, now) -> RunContext:
+           evidence=None, summary=None, next_choice=None, reason=None, note=None, now,
+           verdict: dict | None = None) -> RunContext:
     issues = argument_issues(decision=decision, output=output, evidence=evidence, summary=summary,
                              next_choice=next_choice, reason=reason, note=note)
     if issues:
@@ -56,7 +70,7 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
         raise stale("the run data changed since this snapshot was read; read the run again")
     _check_person(identity, item)
 
-    allowed = DECISIONS[item.kind]
+    allowed = decisions_for(item)
     if decision not in allowed:
         raise not_accepted([f'decision: "{decision}" is not accepted on this item; one of {", ".join(allowed)}'])
     if decision in NEEDS_NOTE and (note is None or not note.strip()):
@@ -66,18 +80,8 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
     by = identity.ref
     ctx.close_item(item, decision=decision, by=by)
     if decision == "completed":
-        candidate = ctx.states[step.id].candidate
-        if output is None and candidate is not None:
-            output, evidence = candidate.get("output"), candidate.get("evidence")
-            summary = summary if summary is not None else candidate.get("summary")
-            next_choice = next_choice if next_choice is not None else candidate.get("next")
-            reason = reason if reason is not None else candidate.get("reason")
-        problems, record = accept(ctx=ctx, step=step, output=output if output is not None else {},
-                                  evidence=evidence, summary=summary, next_choice=next_choice, reason=reason,
-                                  by=by, summary_required=False)
-        if problems:
-            raise not_accepted(problems)
-        ctx.complete(step.id, record, route=next_choice if step.routes else None)
+        _complete(ctx, item, step, by=by, output=output, evidence=evidence, summary=summary,
+                  next_choice=next_choice, reason=reason, verdict=verdict)
     elif decision == "approved":
         record = {"decision": "approved", "by": by, "at": iso(ctx.now)}
         if note is not None:
@@ -88,8 +92,62 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
     elif decision == "returned":
         ctx.return_escalated(step.id, note=note, by=by)
     elif decision == "failed":
+        ctx.release_candidate(step.id)
         ctx.fail_step(step.id, by=by, note=note)
     else:  # pragma: no cover - the schema allows only the five decisions
         raise ToolError("invalid", f"unknown decision {decision}")
     ctx.save()
     return ctx
+
+
+def _complete(ctx: RunContext, item: WorkItem, step, *, by, output, evidence, summary, next_choice, reason,
+              verdict) -> None:
+    """`completed`: the same acceptance as a submission (summary optional for people). On an
+    escalation held by an unsure check, the candidate stands in for what the person leaves out and
+    is not checked again; an ordinary task with a check is checked (check-1 §3)."""
+    state = ctx.states[step.id]
+    held = state.candidate if item.escalation is not None else None
+    held_verdict = ctx.release_candidate(step.id) if held else None
+    if held and output is None:
+        candidate = held["record"]
+        output, evidence = candidate.get("output"), candidate.get("evidence")
+        summary = summary if summary is not None else candidate.get("summary")
+        next_choice = next_choice if next_choice is not None else candidate.get("next")
+        reason = reason if reason is not None else candidate.get("reason")
+    problems, record = accept(ctx=ctx, step=step, output=output if output is not None else {}, evidence=evidence,
+                              summary=summary, next_choice=next_choice, reason=reason, by=by, summary_required=False)
+    if problems:
+        raise not_accepted(problems)
+    if held_verdict is not None:
+        record["check"] = held_verdict
+    elif item.escalation is None and step.check and settle_check(ctx, step, state, record, verdict, None):
+        return
+    ctx.complete(step.id, record, route=next_choice if step.routes else None)
+
+
+def check_before_decide(identity: Identity, arguments: dict, now) -> dict | None:
+    """Outside the write's transaction: the check verdict for a person completing an ordinary task
+    that has a check (an escalated step is not checked again)."""
+    if arguments.get("decision") != "completed":
+        return None
+    try:
+        if IdempotencyRecord.objects.filter(organization=identity.organization,
+                                            request_id=arguments["requestId"]).exists():
+            return None
+        ctx = RunContext.load(organization=identity.organization, run_id=arguments["runId"], now=now, lock=False)
+    except ToolError:
+        return None
+    item = WorkItem.objects.filter(pk=arguments["workItemId"], run=ctx.run, state=WorkItemState.OPEN).first()
+    if item is None or item.escalation is not None or ctx.run.is_over:
+        return None
+    step = ctx.step(item.step_id)
+    if not step.check or arguments.get("snapshot") != ctx.run.snapshot:
+        return None
+    issues, record = accept(ctx=ctx, step=step, output=arguments.get("output") or {},
+                            evidence=arguments.get("evidence"), summary=arguments.get("summary"),
+                            next_choice=arguments.get("next"), reason=arguments.get("reason"), by=identity.ref,
+                            summary_required=False)
+    if issues:
+        return None
+    return checks.evaluate(step=step, body=ctx.definition.body, inputs=ctx.run.inputs, steps=ctx.steps_data,
+                           record=record, now=now)

@@ -355,14 +355,59 @@ class RunContext:
             self.end(state=RunState.ENDED, outcome="rejected", by=by, note=note)
 
     def return_escalated(self, step_id: str, *, note: str, by: str) -> None:
-        """An escalated agent step is ready again with the note in handoff.returned (spec §3.4).
-        The due clock does not restart: it is the same attempt."""
-        state = self.states[step_id]
+        """An escalated step goes back: the note travels in handoff.returned (spec §3.4) to the next
+        claim, or for a task to its assignee's new work item. The due clock does not restart."""
+        step, state = self.step(step_id), self.states[step_id]
+        verdict = self.release_candidate(step_id)
+        state.handoff = {**(state.handoff or {}), "returned": {"note": note, "by": by, "at": clock.iso(self.now)}}
+        if verdict is not None:
+            state.handoff["check"] = verdict  # check-1 §3: the same attempt continues
+        self._touch(state)
+        if step.kind == "task":
+            assignment = self._assignment(step)
+            if assignment is not None:
+                self._open_item(step, state, kind="task", group=assignment[0], person=assignment[1])
+            return
         state.state = READY
         state.ready_since = self.now
-        state.handoff = {**(state.handoff or {}), "returned": {"note": note, "by": by, "at": clock.iso(self.now)}}
+
+    def hold_for_person(self, step_id: str, *, record: dict, verdict: dict) -> WorkItem:
+        """check-1 unsure: hold the submission as the step's candidate and escalate the step to the
+        operators, with the verdict in escalation.check and in run data at steps.<id>.check."""
+        step, state = self.step(step_id), self.states[step_id]
+        entry = self.steps_data.get(step_id)
+        state.candidate = {"record": record, "verdict": verdict, "existed": entry is not None,
+                           "previous_check": (entry or {}).get("check")}
+        self.steps_data.setdefault(step_id, {"history": []})["check"] = verdict
+        self._set_data_changed()
+        state.state = WAITING
+        state.lease_gen += 1
+        state.claimed_by = None
+        state.lease_expires_at = None
+        self._touch(state)
+        escalation = {"note": "The check was unsure about this submission: complete it (with the candidate or your "
+                              "own output), return it with a note, or fail the run.",
+                      "by": SERVER, "at": clock.iso(self.now), "check": verdict, "candidate": record}
+        operators = self.run.organization.operators.name
+        return self._open_item(step, state, kind=step.kind, group=operators, escalation=escalation)
+
+    def release_candidate(self, step_id: str) -> dict | None:
+        """Undo hold_for_person's mark in run data; returns the held verdict (None if nothing was held)."""
+        state = self.states[step_id]
+        held = state.candidate
+        if not held:
+            return None
+        entry = self.steps_data.get(step_id, {})
+        if held.get("previous_check") is not None:
+            entry["check"] = held["previous_check"]
+        else:
+            entry.pop("check", None)
+        if not held.get("existed") and set(entry) <= {"history"} and not entry.get("history"):
+            self.steps_data.pop(step_id, None)
+        self._set_data_changed()
         state.candidate = None
         self._touch(state)
+        return held.get("verdict")
 
     def reject_into(self, approval_id: str, target_id: str) -> None:
         """Rework (spec §3.1; parallel-1 §3): steps completed since the target became ready move to

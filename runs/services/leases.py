@@ -16,6 +16,7 @@ from agentprocess.errors import (
     stale,
 )
 from agentprocess.identity import Identity
+from processes.definition import definition_for
 
 from ..models import Run, StepState
 from . import tokens
@@ -27,6 +28,10 @@ class Lease:
     token: str
     expires_at: dt.datetime
     state: StepState
+
+
+def _has_check(state: StepState) -> bool:
+    return bool(definition_for(state.run.version_id).step(state.step_id).check)
 
 
 def _lease_seconds() -> dt.timedelta:
@@ -73,7 +78,8 @@ def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) ->
             state.state, state.claimed_by, state.lease_gen = CLAIMED, identity.ref, generation
             state.lease_expires_at, state.progress, state.handoff = expires_at, None, handoff
             token = tokens.issue(organization_id=identity.organization.id, run_id=run_id, step_id=step_id,
-                                 generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now)
+                                 generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now,
+                                 checked=_has_check(state))
             return Lease(token=token, expires_at=expires_at, state=state)
     raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
 
@@ -111,5 +117,6 @@ def renew(*, identity: Identity, token: str, progress: str | None, now: dt.datet
     if not moved:
         raise stale("the lease of this token ended or was replaced; call get_work again")
     new_token = tokens.issue(organization_id=identity.organization.id, run_id=lease.run_id, step_id=lease.step_id,
-                             generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now)
+                             generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now,
+                             checked=lease.checked)
     return Lease(token=new_token, expires_at=expires_at, state=state)

@@ -30,10 +30,11 @@ class LeaseClaim:
     step_id: str
     generation: int
     holder: str
+    checked: bool = False  # the step has a check-1 `check:`; its verdict is taken before the write
 
 
 def issue(*, organization_id: int, run_id: str, step_id: str, generation: int, holder: str,
-          expires_at: dt.datetime, issued_at: dt.datetime) -> str:
+          expires_at: dt.datetime, issued_at: dt.datetime, checked: bool = False) -> str:
     payload = {
         "iss": ISSUER,
         "aud": AUDIENCE,
@@ -45,6 +46,8 @@ def issue(*, organization_id: int, run_id: str, step_id: str, generation: int, h
         "iat": int(issued_at.timestamp()),
         "exp": int(expires_at.timestamp()),
     }
+    if checked:
+        payload["chk"] = 1
     return jwt.encode(payload, _key(), algorithm="HS256")
 
 
@@ -65,6 +68,7 @@ def verify(token: str) -> LeaseClaim:
             step_id=str(payload["step"]),
             generation=int(payload["gen"]),
             holder=str(payload["sub"]),
+            checked=bool(payload.get("chk")),
         )
     except (jwt.PyJWTError, ValueError, TypeError) as error:
         raise invalid("the token does not verify", ["token: does not verify"]) from error
