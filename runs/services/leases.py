@@ -53,12 +53,12 @@ def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
 
 def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) -> Lease:
     """Take the step under a fresh lease. Optimistic: the UPDATE only lands if nobody moved first."""
-    if not identity.is_agent:
-        raise forbidden("claim is for agent identities; people decide their work items")
     for _attempt in range(3):
         state = _load_step(identity, run_id, step_id)
         if state.run.is_over:
-            raise run_ended()
+            raise run_ended()  # spec §3.5: checked before anything else
+        if not identity.is_agent:
+            raise forbidden("claim is for agent identities; people decide their work items")
         if state.kind != "agent":
             raise forbidden(f"{step_id} is a {state.kind} step; only agent steps are claimed")
         if state.state == CLAIMED and not lapsed(state, now):
