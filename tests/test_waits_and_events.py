@@ -261,3 +261,10 @@ def test_blog_publication_runs_end_to_end_with_a_rejection_and_its_wait(publish,
     view = do_agent_step(agent, run_id, "publish", {"url": "https://blog/launch", "publishedRevision": "r2"})
     assert (view["run"]["state"], view["run"]["outcome"]) == ("ended", "published")
     assert view["data"]["steps"]["publication_time"] == {"by": "server", "at": "2026-10-07T08:00:00Z", "history": []}
+
+
+def test_a_run_can_start_with_a_wait_for(publish, agent):
+    publish(process("  - id: hold\n    wait_for: go\n  - id: done\n    finish: ok\n"))
+    view = start(agent)
+    assert (view["run"]["state"], states(view)["hold"]) == ("waiting", "waiting")
+    assert agent.ok("send_event", runId=view["run"]["id"], name="go") == {"consumedBy": "hold"}

@@ -232,7 +232,7 @@ class RunContext:
 
     def _enter_wait_for(self, step, state):
         state.state = WAITING
-        event = (
+        event = None if self.run._state.adding else (  # a run being started has no events yet
             Event.objects.filter(run=self.run, name=step.value, consumed_by__isnull=True, discarded_at__isnull=True)
             .order_by("id")
             .first()
