@@ -86,3 +86,15 @@ def test_markdown_body_is_sanitized(admin_client, publish):
     page = admin_client.get(reverse("admin:processes_processversion_change", args=[version.pk])).content.decode()
     assert "<script>alert(1)</script>" not in page
     assert "href=\"javascript" not in page
+
+
+def test_runs_are_inspected_read_only_in_admin(admin_client, publish, agent):
+    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+    run_id = agent.ok("start_run", process="supplier-onboarding",
+                      inputs={"vendorName": "<b>Acme</b>", "amount": 1})["run"]["id"]
+    listing = admin_client.get(reverse("admin:runs_run_changelist")).content.decode()
+    assert run_id in listing
+    page = admin_client.get(reverse("admin:runs_run_change", args=[run_id])).content.decode()
+    assert "check_vendor" in page and "&lt;b&gt;Acme&lt;/b&gt;" in page
+    assert 'name="_save"' not in page
+    assert admin_client.post(reverse("admin:runs_run_change", args=[run_id]), {"state": "ended"}).status_code == 403
