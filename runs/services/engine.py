@@ -5,6 +5,7 @@ saves it. Every automatic transition the action triggers (finishes, past waits, 
 forks and joins) is applied before save, so the returned view already shows them (spec §4).
 """
 
+import copy
 import datetime as dt
 from collections import deque
 
@@ -26,6 +27,12 @@ STATE_FIELDS = [
     "state", "ready_since", "activated_seq", "completed_seq", "routed_to", "due_at", "due_notified_at",
     "wake_at", "claimed_by", "lease_gen", "lease_expires_at", "progress", "handoff", "candidate",
 ]
+
+
+def _values(state: StepState) -> tuple:
+    # JSON fields are copied so that a change made in place is still seen as a change.
+    return tuple(copy.deepcopy(value) if isinstance(value, dict | list) else value
+                 for value in (getattr(state, name) for name in STATE_FIELDS))
 
 
 def lapsed(state: StepState, now: dt.datetime) -> bool:
@@ -62,6 +69,8 @@ class RunContext:
         self.now = now or clock.now()
         self.definition: Definition = definition_for(run.version_id)
         self.states: dict[str, StepState] = {state.step_id: state for state in states}
+        # Values as loaded, so save() writes only the columns that changed.
+        self._loaded = {state.step_id: _values(state) for state in states}
         self._dirty: set[str] = set()
         self._new_items: list[WorkItem] = []
         self._closed_items: list[WorkItem] = []
@@ -474,9 +483,11 @@ class RunContext:
             StepState.objects.bulk_create(self.states.values())
         else:
             run.save(update_fields=fields)
-            dirty = [self.states[step_id] for step_id in self._dirty]
-            if dirty:
-                StepState.objects.bulk_update(dirty, STATE_FIELDS)
+            for step_id in sorted(self._dirty):
+                state, loaded = self.states[step_id], self._loaded[step_id]
+                changed = {f: v for f, v, old in zip(STATE_FIELDS, _values(state), loaded, strict=True) if v != old}
+                if changed:
+                    StepState.objects.filter(pk=state.pk).update(**changed)
         for item in self._closed_items:
             item.save(update_fields=["state", "decision", "decided_by", "decided_at"])
         if self._remove_open_items:
