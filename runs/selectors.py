@@ -27,6 +27,10 @@ def _id_after(cursor: str | None) -> Q:
     return Q(ready_since__gt=moment) | Q(ready_since=moment, id__gt=last_id)
 
 
+AGENT_WORK_FIELDS = ("id", "step_id", "state", "ready_since", "due_at", "handoff", "progress", "lease_expires_at",
+                     "run__id", "run__mode", "run__process_name", "run__version_number")
+
+
 def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, process: str | None):
     """Agent steps the caller may claim, oldest `readySince` first: ready, or claimed with a lapsed lease."""
     steps = StepState.objects.filter(
@@ -34,7 +38,13 @@ def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, 
     ).filter(Q(state=READY) | Q(lease_expires_at__lte=now))
     if process:
         steps = steps.filter(process_name=process)
-    rows = list(steps.filter(_id_after(cursor)).select_related("run").order_by("ready_since", "id")[: limit + 1])
+    rows = list(
+        steps.filter(_id_after(cursor))
+        .select_related("run")
+        # Only what a get_work item shows: not the run's inputs and data, which can be large.
+        .only(*AGENT_WORK_FIELDS)
+        .order_by("ready_since", "id")[: limit + 1]
+    )
     next_cursor = paging.encode(rows[limit - 1].ready_since, rows[limit - 1].id) if len(rows) > limit else None
     return rows[:limit], next_cursor
 
