@@ -67,6 +67,7 @@ class Definition:
     steps: tuple[StepDef, ...]
     body: str
     bindings: dict = field(default_factory=dict)
+    requires: dict | None = None
 
     @functools.cached_property
     def by_id(self) -> dict[str, StepDef]:
@@ -154,21 +155,40 @@ def compile_definition(frontmatter: dict, body: str, bindings: dict | None = Non
         steps=tuple(steps),
         body=body,
         bindings=dict(bindings or {}),
+        requires=frontmatter.get("requires"),
     )
 
 
 _cache: dict[int, Definition] = {}
 
 
+def _compile_version(version) -> Definition:
+    # From the source text, not the stored JSON: PostgreSQL's jsonb does not keep key order, and
+    # the order of declared fields is what people read (forms) and how issues are listed.
+    from .parsing import parse_process_file
+
+    parsed = parse_process_file(version.source)
+    return compile_definition(parsed.frontmatter, version.body, version.bindings)
+
+
+def definitions_for(version_ids) -> dict[int, Definition]:
+    """Compiled definitions of several published versions, with at most one query (cached:
+    versions are immutable)."""
+    from .models import ProcessVersion
+
+    wanted = set(version_ids)
+    missing = [pk for pk in wanted if pk not in _cache]
+    if missing:
+        if len(_cache) + len(missing) > 4096:
+            _cache.clear()
+        for version in ProcessVersion.objects.filter(pk__in=missing).only("source", "body", "bindings"):
+            _cache[version.pk] = _compile_version(version)
+    return {pk: _cache[pk] for pk in wanted}
+
+
 def definition_for(version_id: int) -> Definition:
-    """The compiled definition of a published version, by id (cached: versions are immutable)."""
+    """The compiled definition of a published version, by id."""
     definition = _cache.get(version_id)
     if definition is None:
-        from .models import ProcessVersion
-
-        version = ProcessVersion.objects.only("frontmatter", "body", "bindings").get(pk=version_id)
-        definition = compile_definition(version.frontmatter, version.body, version.bindings)
-        if len(_cache) > 2048:
-            _cache.clear()
-        _cache[version_id] = definition
+        definition = definitions_for([version_id])[version_id]
     return definition

@@ -111,6 +111,11 @@ class StepState(models.Model):
             models.Index(fields=["lease_expires_at"], name="step_lease_expiry", condition=Q(state="claimed")),
             models.Index(fields=["wake_at"], name="step_timer", condition=Q(state="waiting", wake_at__isnull=False)),
             models.Index(
+                fields=["organization", "due_at"],
+                name="step_agent_due",
+                condition=Q(kind="agent", state__in=["ready", "claimed"], due_at__isnull=False),
+            ),
+            models.Index(
                 fields=["due_at"],
                 name="step_due",
                 condition=Q(due_at__isnull=False, due_notified_at__isnull=True, state__in=["ready", "claimed", "waiting"]),
@@ -159,6 +164,27 @@ class WorkItem(models.Model):
                 condition=Q(state="open"),
             ),
             models.Index(fields=["run", "state"], name="work_run_state"),
+            # The inbox: due first (no due last), then oldest; the operators' queues.
+            models.Index(
+                fields=["organization", "assigned_group", "due_at", "created_at", "id"],
+                name="work_open_group_due",
+                condition=Q(state="open"),
+            ),
+            models.Index(
+                fields=["organization", "assigned_person", "due_at", "created_at", "id"],
+                name="work_open_person_due",
+                condition=Q(state="open"),
+            ),
+            models.Index(
+                fields=["organization", "created_at", "id"],
+                name="work_open_escalations",
+                condition=Q(state="open", escalation__isnull=False),
+            ),
+            models.Index(
+                fields=["organization", "due_at"],
+                name="work_open_due",
+                condition=Q(state="open", due_at__isnull=False),
+            ),
         ]
 
     def __str__(self):

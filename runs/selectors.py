@@ -56,6 +56,13 @@ def open_items_for(identity: Identity):
     )
 
 
+def is_assigned(identity: Identity, item: WorkItem) -> bool:
+    """Whether the person is in the item's assignment: a group of theirs, or them (spec §3.4)."""
+    if item.assigned_group and item.assigned_group in identity.groups:
+        return True
+    return bool(item.assigned_person and identity.email and item.assigned_person.lower() == identity.email.lower())
+
+
 def person_work(identity: Identity, *, limit: int, cursor: str | None, process: str | None):
     items = open_items_for(identity)
     if process:

@@ -3,8 +3,8 @@ run pages with their process map, operator pages, and API tokens (issue 4, point
 
 import base64
 import datetime as dt
-import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -14,8 +14,9 @@ from django.test.utils import CaptureQueriesContext
 
 from agentprocess import clock
 from runs.models import Run, StepState, WorkItem
-from runs.services import rundata
-from tests.support.spec import CORE_FIXTURES, EXAMPLES, FIXTURES, spec_present
+from tests.support.spec import CORE_FIXTURES, EXAMPLES, FIXTURES, PROFILE_FIXTURES, spec_present
+from tests.test_check_profile import Q1 as CHECK_Q1
+from tests.test_check_profile import evaluator, screening, vendor_check  # noqa: F401 - fixtures
 
 PASSWORD = "correct-horse-42"
 
@@ -96,6 +97,33 @@ Look at **everything**.
 """
 
 
+PARALLEL_REVIEW = """---
+name: parallel-review
+description: An agent screens the vendor while finance approves, at the same time.
+inputs:
+  vendorName: string
+steps:
+  - id: both
+    parallel: [screen, approve]
+    next: done
+  - id: screen
+    agent: Screen the vendor against the sanctions lists.
+    output:
+      cleared: boolean
+      findings: string
+    next: join
+  - id: approve
+    person: finance-approver
+    approve: Approve the vendor.
+    next: join
+  - id: done
+    finish: onboarded
+---
+
+# Parallel review
+"""
+
+
 # ---------------------------------------------------------------- fixtures and helpers
 
 
@@ -107,6 +135,11 @@ def _fresh_definitions():
     definition._cache.clear()
     yield
     definition._cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -150,6 +183,59 @@ def hidden(html: str) -> dict:
     return fields
 
 
+
+class _FormValues(HTMLParser):
+    """What a browser would send for the form with this id: name -> list of values."""
+
+    def __init__(self, form_id):
+        super().__init__()
+        self.form_id, self.inside, self.values = form_id, False, {}
+        self._select = self._select_first = self._textarea = None
+        self._selected = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self.inside = attrs.get("id") == self.form_id
+        if not self.inside:
+            return
+        name = attrs.get("name")
+        if tag == "input" and name and attrs.get("type") not in ("file", "submit"):
+            if attrs.get("type") != "checkbox" or "checked" in attrs:
+                self.values.setdefault(name, []).append(attrs.get("value", ""))
+        elif tag == "select":
+            self._select, self._select_first, self._selected = name, None, False
+        elif tag == "option" and self._select:
+            if self._select_first is None:
+                self._select_first = attrs.get("value", "")
+            if "selected" in attrs:
+                self.values[self._select] = [attrs.get("value", "")]
+                self._selected = True
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.values[name] = [""]
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.inside = False
+        elif tag == "select" and self._select:
+            if not self._selected:
+                self.values[self._select] = [self._select_first or ""]
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+    def handle_data(self, data):
+        if self._textarea:
+            self.values[self._textarea][0] += data
+
+
+def form_values(html: str, form_id: str = "decision-form") -> dict:
+    parser = _FormValues(form_id)
+    parser.feed(html)
+    return {name: values if len(values) > 1 else values[0] for name, values in parser.values.items()}
+
+
 def page(client, url, status=200) -> str:
     response = client.get(url)
     assert response.status_code == status, (response.status_code, response.content[:500])
@@ -163,7 +249,8 @@ def decide_form(client, work_item_id, data, files=None, status=302):
     if files:
         payload.update(files)
     response = client.post(url, payload)
-    assert response.status_code == status, (response.status_code, re.findall(r"field-error\">([^<]*)|<h2>([^<]*)</h2>\s*<p>([^<]*)", response.content.decode()))
+    shown = re.findall(r"field-error\">([^<]*)|<h2>([^<]*)</h2>\s*<p>([^<]*)", response.content.decode())
+    assert response.status_code == status, (response.status_code, shown)
     return response
 
 
@@ -393,7 +480,6 @@ def test_inbox_uses_a_constant_number_of_queries_with_5000_items(quick, person_c
     _bulk_open_items(template, 4995)
     assert WorkItem.objects.filter(state="open").count() == 5000
     large = [_count_queries(client, url) for url in urls]
-    print("inbox query counts", small, large)
     assert large == small, (small, large)
     assert max(large) <= 8, large
     html = page(client, "/")
@@ -616,7 +702,8 @@ def test_task_errors_are_shown_next_to_their_fields_and_none_is_lost(review, per
     client, reviewer = person_client("rev@example.com", groups=["reviewers"])
     view = start(reviewer, "vendor-review", {"vendorName": "Acme"})
     item = item_of(view)
-    payload = _task_payload(**{"out.score": "lots", "out.amounts": "1\ntwo", "out.details": "{not json", "out.contact": "", "next": "",
+    payload = _task_payload(**{"out.score": "lots", "out.amounts": "1\ntwo", "out.details": "{not json",
+                               "out.contact": "", "next": "",
                                "reason": "", "evidence_links": ""})
     response = decide_form(client, item["id"], payload, status=422)
     html = response.content.decode()
@@ -683,7 +770,8 @@ def test_file_evidence_uploaded_before_a_refusal_is_kept_for_the_next_attempt(re
     kept = re.search(r'name="attached" value="(f_[^|"]+)\|scan.png" checked', html)
     assert kept, html
     fields = hidden(html)
-    response = client.post(f"/work/{item['id']}", {**fields, **_task_payload(), "attached": f"{kept.group(1)}|scan.png"})
+    response = client.post(f"/work/{item['id']}",
+                           {**fields, **_task_payload(), "attached": f"{kept.group(1)}|scan.png"})
     assert response.status_code == 302
     record = run_of(view["run"]["id"]).steps_data["review"]
     assert record["evidence"][0]["ref"] == kept.group(1)
@@ -724,7 +812,8 @@ def test_escalation_completed_in_the_agents_place(publish, person_client, agent)
     view = escalated_supplier(agent)
     item = item_of(view)
     upload = SimpleUploadedFile("screening.txt", b"manual screening: clear", content_type="text/plain")
-    decide_form(client, item["id"], {"decision": "completed", "out.score": "true", "out.approved": "Manually screened.",
+    decide_form(client, item["id"], {"decision": "completed", "out.cleared": "true",
+                                     "out.summary": "Manually screened.",
                                      "next": "approve", "reason": "Cleared by hand."},
                 files={"evidence_files": upload})
     run = run_of(view["run"]["id"])
@@ -743,34 +832,68 @@ def test_escalation_failed_ends_the_run(publish, person_client, agent):
     assert (run.state, run.outcome) == ("ended", "failed")
 
 
+def test_a_check_unsure_escalation_shows_the_verdict_and_completes_with_the_candidate(
+        vendor_check, agent, evaluator, person_client):
+    client, _ = person_client("ops@example.com", operator=True)
+    evaluator.script[CHECK_Q1] = {"probability": 0.62}
+    _claim, arguments = screening(agent, vendor_check)
+    item = item_of(agent.ok("submit", **arguments))
+    html = page(client, f"/work/{item['id']}")
+    assert "The check was unsure about this submission" in html and "unsure" in html
+    assert "Escalation" in page(client, "/?kind=escalation")
+    values = form_values(html)  # prefilled with the held candidate
+    assert values["out.cleared"] == "true" and values["out.summary"] == "Clear on OFAC and EU lists."
+    assert values["next"] == "approve" and values["reason"] == "Cleared on both lists."
+    assert values["attached"].startswith(arguments["evidence"][0]["ref"] + "|")
+    response = client.post(f"/work/{item['id']}", {**values, "decision": "completed"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    entry = run_of(vendor_check).steps_data["check_vendor"]
+    assert entry["output"] == arguments["output"] and entry["by"] == "ops@example.com"
+    assert entry["check"]["verdict"] == "unsure" and entry["next"] == "approve"
+
+
 # ---------------------------------------------------------------- stale, already decided, access
 
 
 def test_a_stale_decision_rerenders_with_the_fresh_data_and_names_what_changed(publish, person_client, agent):
-    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+    publish(PARALLEL_REVIEW, {"finance-approver": "finance"})
     client, _ = person_client("fin@example.com", groups=["finance"])
-    view = supplier_at_approval(agent)
-    item = item_of(view)
+    view = start(agent, "parallel-review", {"vendorName": "Acme"})
+    run_id = view["run"]["id"]
+    item = item_of(view, "approve")
     url = f"/work/{item['id']}"
     fields = hidden(page(client, url))
-    # Someone else's write changes the run data meanwhile (as a parallel branch would).
-    run = run_of(view["run"]["id"])
-    run.steps_data["check_vendor"]["summary"] = "Amended: one alias matched a PEP list."
-    run.snapshot = rundata.snapshot_of(run.inputs, run.steps_data)
-    run.save(update_fields=["steps_data", "snapshot"])
+    # Meanwhile the parallel branch completes: the run data changes.
+    claim = agent.ok("claim", runId=run_id, stepId="screen")
+    agent.ok("submit", token=claim["token"], output={"cleared": False, "findings": "One alias matches a PEP list."},
+             summary="Screened both lists.")
 
     response = client.post(url, {**fields, "decision": "approved"})
     assert response.status_code == 409
     html = response.content.decode()
     assert "The run changed since you opened this item" in html
-    assert re.search(r'<ul class="changed"><li>Check vendor \(check_vendor\)</li></ul>', html)
-    assert "Amended: one alias matched a PEP list." in html
-    assert hidden(html)["snapshot"] == run.snapshot
+    assert re.search(r'<ul class="changed"><li>Screen \(screen\)</li></ul>', html)
+    assert "One alias matches a PEP list." in html
+    assert hidden(html)["snapshot"] == run_of(run_id).snapshot != fields["snapshot"]
     assert WorkItem.objects.get(pk=item["id"]).state == "open"
     # Deciding again on the fresh page applies.
     response = client.post(url, {**hidden(html), "decision": "approved"})
     assert response.status_code == 302
-    assert WorkItem.objects.get(pk=item["id"]).decision == "approved"
+    run = run_of(run_id)
+    assert (run.state, run.outcome) == ("ended", "onboarded")
+
+
+def test_changed_parts_names_inputs_and_steps():
+    from workqueue.presenting import changed_parts, shown_digest
+
+    before = {"data": {"inputs": {"a": 1}, "steps": {"x": {"output": {"v": 1}, "evidence": [
+        {"kind": "file", "ref": "f_1", "url": "https://h/files/f_1?t=1"}]}}}, "steps": [{"id": "x"}, {"id": "y"}]}
+    after = {"data": {"inputs": {"a": 1}, "steps": {"x": {"output": {"v": 1}, "evidence": [
+        {"kind": "file", "ref": "f_1", "url": "https://h/files/f_1?t=2"}]}, "y": {"output": {}}}},
+        "steps": [{"id": "x"}, {"id": "y"}]}
+    assert changed_parts(shown_digest(before), after) == (False, ["y"])  # a fresh file URL is no change
+    assert changed_parts(shown_digest(before), before) == (False, [])
+    assert changed_parts("garbage", after) == (False, ["x", "y"])
 
 
 def test_a_second_group_member_is_told_who_already_decided(quick, person_client, agent):
@@ -811,7 +934,8 @@ def test_someone_outside_the_assignment_gets_403_and_another_org_404(quick, pers
     item = item_of(view)
     outsider, _ = person_client("legal@example.com", groups=["legal"])
     assert outsider.get(f"/work/{item['id']}").status_code == 403
-    assert outsider.post(f"/work/{item['id']}", {"decision": "approved", "snapshot": item["snapshot"]}).status_code == 403
+    response = outsider.post(f"/work/{item['id']}", {"decision": "approved", "snapshot": item["snapshot"]})
+    assert response.status_code == 403
     elsewhere, _ = person_client("fin@other.example", groups=["other-finance"], org_slug="other")
     assert elsewhere.get(f"/work/{item['id']}").status_code == 404
     assert elsewhere.get(f"/runs/{view['run']['id']}").status_code == 404
@@ -848,16 +972,19 @@ def _sources():
     sources = [pytest.param(path, id=f"example-{path.name}")
                for path in sorted(EXAMPLES.iterdir()) if (path / "PROCESS.md").exists()]
     if spec_present():
-        sources += [pytest.param(FIXTURES / name, id=f"fixture-{name}") for name in CORE_FIXTURES]
+        sources += [pytest.param(FIXTURES / name, id=f"fixture-{name}") for name in CORE_FIXTURES + PROFILE_FIXTURES]
     return sources
 
 
 @pytest.mark.parametrize("path", _sources())
-def test_run_page_draws_the_process_map(path: Path, publish, person_client):
+def test_run_page_draws_the_process_map(path: Path, publish, person_client, settings):
     import xml.etree.ElementTree as ET
 
     from processes.parsing import parse_process_file
     from processes.validation import role_names
+
+    # check-1 is offered while an evaluator is configured; starting a run never calls it.
+    settings.CHECK_EVALUATOR_URL, settings.CHECK_EVALUATOR_MODEL = "http://127.0.0.1:9/v1", "unused"
 
     parsed = parse_process_file((path / "PROCESS.md").read_text())
     roles = role_names(parsed.frontmatter)
@@ -937,7 +1064,8 @@ def test_start_run_from_the_browser_with_typed_inputs(quick, person_client):
     response = client.post("/runs/start/", {"process": "quick-approval", "in.vendorName": "Acme", "in.amount": "abc",
                                             "request_id": request_id})
     assert response.status_code == 400
-    assert re.search(r'id="field-in_amount-errors">\s*<li class="field-error">inputs.amount: expected number', response.content.decode())
+    assert re.search(r'id="field-in_amount-errors">\s*<li class="field-error">inputs.amount: expected number',
+                     response.content.decode())
     response = client.post("/runs/start/", {"process": "quick-approval", "in.vendorName": "Acme", "in.amount": "0.1",
                                             "mode": "test", "request_id": request_id})
     assert response.status_code == 302

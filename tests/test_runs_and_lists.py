@@ -127,3 +127,10 @@ def test_start_run_pins_the_version_for_life(onboarding, agent, publish):
     assert newer["run"]["version"] == 2
     pinned = agent.ok("start_run", process="supplier-onboarding", version=1, inputs={"vendorName": "C", "amount": 1})
     assert pinned["run"]["version"] == 1
+
+
+def test_cancel_needs_a_reason(onboarding, agent, make_person):
+    ops = make_person("ops@example.com", operator=True)
+    run_id = start(agent)
+    error = ops.error("cancel", runId=run_id, reason="  ")
+    assert (error["code"], error["issues"]) == ("invalid", ["reason: required"])

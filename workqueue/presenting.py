@@ -18,6 +18,10 @@ DECISION_LABELS = {"completed": "Complete", "approved": "Approve", "rejected": "
                    "failed": "Fail the run"}
 
 
+def item_kind_label(kind: str, escalated: bool) -> str:
+    return "Escalation" if escalated else ITEM_KIND_LABELS.get(kind, kind)
+
+
 def parse_iso(text) -> dt.datetime | None:
     if not isinstance(text, str):
         return None
@@ -203,6 +207,7 @@ class InboxEntry:
     created_at: dt.datetime
     overdue: bool
     due_relative: str
+    escalated: bool
     escalation_note: str | None
 
     @property
@@ -211,7 +216,7 @@ class InboxEntry:
 
     @property
     def kind_label(self) -> str:
-        return ITEM_KIND_LABELS.get(self.kind, self.kind)
+        return item_kind_label(self.kind, self.escalated)
 
 
 def inbox_entry(item, definition, now) -> InboxEntry:
@@ -224,6 +229,6 @@ def inbox_entry(item, definition, now) -> InboxEntry:
         id=item.id, run_id=run.id, process=run.process_name, version=run.version_number, step_id=item.step_id,
         kind=item.kind, text=first_line[:200], inputs=list(run.inputs.items())[:4], test=run.mode == "test",
         due_at=item.due_at, created_at=item.created_at, overdue=item.due_at is not None and item.due_at <= now,
-        due_relative=relative(item.due_at, now),
-        escalation_note=(item.escalation or {}).get("note") if item.kind == "agent" else None,
+        due_relative=relative(item.due_at, now), escalated=item.escalation is not None,
+        escalation_note=(item.escalation or {}).get("note"),
     )

@@ -11,14 +11,11 @@ from django.db.models import Count, F, Q, TextField
 from django.db.models.functions import Cast
 
 from agentprocess.identity import Identity
-from processes import definition as definitions_module
-from processes.definition import Definition, compile_definition
-from processes.models import ProcessVersion
 from runs.models import StepState, WorkItem, WorkItemState
 from runs.selectors import open_items_for
 
 PAGE_SIZE = 50
-KIND_FILTERS = {"task": "task", "approve": "approve", "escalation": "agent"}
+KIND_FILTERS = ("task", "approve", "escalation")
 
 
 @dataclass(frozen=True)
@@ -53,8 +50,11 @@ def _filter_q(filters: InboxFilters, now) -> Q:
     condition = Q()
     if filters.process:
         condition &= Q(run__process_name=filters.process)
-    if filters.kind in KIND_FILTERS:
-        condition &= Q(kind=KIND_FILTERS[filters.kind])
+    if filters.kind == "escalation":
+        # An escalated agent step, or a submission a check was unsure about (check-1).
+        condition &= Q(escalation__isnull=False)
+    elif filters.kind in KIND_FILTERS:
+        condition &= Q(kind=filters.kind)
     if filters.overdue:
         condition &= Q(due_at__lte=now)
     if filters.text:
@@ -89,30 +89,11 @@ def inbox(identity: Identity, filters: InboxFilters, *, now, page: int = 1, page
     return rows, counts
 
 
-def definitions_for(version_ids) -> dict[int, Definition]:
-    """Compiled definitions of several versions with at most one query (versions never change, so the
-    process-wide cache of `processes.definition` is filled for later calls)."""
-    cache = definitions_module._cache
-    wanted = set(version_ids)
-    missing = [pk for pk in wanted if pk not in cache]
-    if missing:
-        for version in ProcessVersion.objects.filter(pk__in=missing).only("frontmatter", "body", "bindings"):
-            cache[version.pk] = compile_definition(version.frontmatter, version.body, version.bindings)
-    return {pk: cache[pk] for pk in wanted if pk in cache}
-
-
 def work_item(identity: Identity, work_item_id: str) -> WorkItem | None:
     """The work item with this id in the person's organization (any state), or None."""
     return (
         WorkItem.objects.filter(pk=work_item_id, organization=identity.organization).select_related("run").first()
     )
-
-
-def is_assigned(identity: Identity, item: WorkItem) -> bool:
-    """The same rule `decide` applies: a group of theirs, or them."""
-    if item.assigned_group and item.assigned_group in identity.groups:
-        return True
-    return bool(item.assigned_person and identity.email and item.assigned_person.lower() == identity.email.lower())
 
 
 # ---------------------------------------------------------------- operators
@@ -121,8 +102,10 @@ QUEUE_LIMIT = 200
 
 
 def escalations(identity: Identity, *, limit: int = QUEUE_LIMIT):
-    """Open escalated agent steps of the organization, oldest first; (rows, total)."""
-    items = WorkItem.objects.filter(organization=identity.organization, state=WorkItemState.OPEN, kind="agent")
+    """Open escalations of the organization (escalated agent steps, and submissions a check was unsure
+    about), oldest first; (rows, total)."""
+    items = WorkItem.objects.filter(organization=identity.organization, state=WorkItemState.OPEN,
+                                    escalation__isnull=False)
     total = items.count()
     rows = list(items.select_related("run").order_by("created_at", "id")[:limit])
     return rows, total

@@ -26,7 +26,8 @@ from agentprocess.models import ApiToken
 from agentprocess.tools import call_tool
 from processes import maps
 from processes.maps import humanize
-from processes.definition import definition_for
+from processes.definition import definition_for, definitions_for
+from runs.selectors import is_assigned
 from processes.models import ProcessVersion
 from processes.rendering import render_markdown
 from runs.models import WorkItemState
@@ -118,7 +119,7 @@ def inbox(request, identity):
         page = 1
     now = clock.now()
     rows, counts = selectors.inbox(identity, filters, now=now, page=page)
-    definitions = selectors.definitions_for({row.run.version_id for row in rows})
+    definitions = definitions_for({row.run.version_id for row in rows})
     entries = [presenting.inbox_entry(row, definitions.get(row.run.version_id), now) for row in rows]
     return render(request, "workqueue/inbox.html", {
         "entries": entries,
@@ -143,7 +144,7 @@ def _item_or_404(identity, work_item_id: str):
 @require_http_methods(["GET", "POST"])
 def work_item(request, identity, work_item_id: str):
     item = _item_or_404(identity, work_item_id)
-    if not selectors.is_assigned(identity, item):
+    if not is_assigned(identity, item):
         return _problem(request, 403, "Not your work item",
                         "This work item is assigned to a group you are not in, or to another person.")
     if request.method == "POST":
@@ -178,7 +179,7 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "run": view["run"],
         "step_row": step_rows.get(item.step_id, {}),
         "text": shown["text"] if shown else definition_for(item.run.version_id).step(item.step_id).text,
-        "kind_label": presenting.ITEM_KIND_LABELS.get(item.kind, item.kind),
+        "kind_label": presenting.item_kind_label(item.kind, item.escalation is not None),
         "body_html": render_markdown(view["body"]),
         "inputs": presenting.input_items(view),
         "panels": [panel for panel in presenting.step_panels(view, only_with_data=True)],
@@ -195,7 +196,10 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
 
 
 def _upload_files(identity, request, form: DecisionForm, request_id: str) -> list[Attached] | None:
-    """Send each chosen file through the upload tool; None when one failed (errors on the form)."""
+    """Send each chosen file through the upload tool and attach it to the form (so a re-render keeps
+    it and nothing is uploaded twice). None when one failed; its issues are on the form.
+
+    Each upload's requestId derives from the form's, so a resent form replays the same uploads."""
     uploaded, failed = [], False
     for index, upload in enumerate(request.FILES.getlist("evidence_files")):
         if upload.size > settings.MAX_UPLOAD_BYTES:
@@ -205,7 +209,8 @@ def _upload_files(identity, request, form: DecisionForm, request_id: str) -> lis
             continue
         content = base64.b64encode(upload.read()).decode("ascii")
         envelope = call_tool(identity, "upload", {
-            "fileName": upload.name or f"file-{index}", "contentType": upload.content_type or "application/octet-stream",
+            "fileName": upload.name or f"file-{index}",
+            "contentType": upload.content_type or "application/octet-stream",
             "contentBase64": content, "requestId": f"{request_id}.file{index}",
         })
         if envelope["ok"]:
@@ -215,7 +220,7 @@ def _upload_files(identity, request, form: DecisionForm, request_id: str) -> lis
             error = envelope["error"]
             for line in error.get("issues") or [error["message"]]:
                 form.add_part_error("evidence", f"{upload.name}: {line}")
-    form.attached += uploaded  # kept on a re-render so nothing is uploaded twice
+    form.attached += uploaded
     return None if failed else uploaded
 
 
@@ -230,8 +235,7 @@ def _decide(request, identity, item):
     if decision:
         arguments["decision"] = decision
     if decision == "completed":
-        new_files = _upload_files(identity, request, form, request_id)
-        if new_files is None:
+        if _upload_files(identity, request, form, request_id) is None:
             return _rerender(request, identity, item, form, banner={
                 "kind": "error", "title": "A file could not be uploaded",
                 "message": "Nothing was decided. Fix the files and decide again."}, status=422)
@@ -358,7 +362,8 @@ def run_detail(request, identity, run_id: str):
         .first()
     )
     states = {row["id"]: row["state"] for row in view["steps"]}
-    map_svg = mark_safe(maps.svg(frontmatter, states=states, link_prefix="")) if frontmatter else ""  # noqa: S308 - escaped by maps
+    # The map module escapes every text it takes from the process file.
+    map_svg = mark_safe(maps.svg(frontmatter, states=states, link_prefix="")) if frontmatter else ""  # noqa: S308
     return render(request, "workqueue/run_detail.html", {
         "view": view, "run": run, "inputs": presenting.input_items(view),
         "panels": presenting.step_panels(view), "timeline": presenting.timeline(view),

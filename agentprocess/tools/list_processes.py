@@ -1,4 +1,5 @@
 from agentprocess import paging
+from processes.definition import Definition, definitions_for
 from processes.models import Process
 
 from .registry import tool
@@ -6,16 +7,15 @@ from .registry import tool
 PAGE = 50
 
 
-def process_entry(process: Process) -> dict:
-    frontmatter = process.latest_version.frontmatter
+def process_entry(process: Process, definition: Definition) -> dict:
     entry = {
         "name": process.name,
-        "description": frontmatter["description"],
+        "description": definition.description,
         "version": process.latest_version.number,
-        "inputs": frontmatter.get("inputs") or {},
+        "inputs": definition.inputs,  # in declaration order (compiled from the source text)
     }
-    if frontmatter.get("requires"):
-        entry["requires"] = frontmatter["requires"]
+    if definition.requires:
+        entry["requires"] = definition.requires
     return entry
 
 
@@ -25,6 +25,9 @@ def list_processes(identity, arguments, now) -> dict:
     if arguments.get("cursor"):
         (after,) = paging.decode(arguments["cursor"], str)
         processes = processes.filter(name__gt=after)
-    rows = list(processes.select_related("latest_version").order_by("name")[: PAGE + 1])
+    rows = list(processes.select_related("latest_version").only("name", "latest_version__number")
+                .order_by("name")[: PAGE + 1])
     next_cursor = paging.encode(rows[PAGE - 1].name) if len(rows) > PAGE else None
-    return {"items": [process_entry(p) for p in rows[:PAGE]], "nextCursor": next_cursor}
+    rows = rows[:PAGE]
+    definitions = definitions_for(p.latest_version_id for p in rows)
+    return {"items": [process_entry(p, definitions[p.latest_version_id]) for p in rows], "nextCursor": next_cursor}

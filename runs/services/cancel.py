@@ -1,6 +1,6 @@
 """cancel (spec §3.5): an operator ends an active or waiting run with a reason."""
 
-from agentprocess.errors import forbidden
+from agentprocess.errors import forbidden, invalid
 from agentprocess.identity import Identity
 
 from ..models import RunState
@@ -8,6 +8,8 @@ from .engine import RunContext
 
 
 def cancel(*, identity: Identity, run_id: str, reason: str, now) -> RunContext:
+    if not reason.strip():
+        raise invalid("a cancel needs a reason", ["reason: required"])
     ctx = RunContext.load(organization=identity.organization, run_id=run_id, now=now)
     ctx.ensure_open()
     if not identity.is_operator:

@@ -5,6 +5,7 @@ from agentprocess.errors import ALREADY_DECIDED, ToolError, conflict, forbidden,
 from agentprocess.identity import Identity
 
 from ..models import IdempotencyRecord, WorkItem, WorkItemState
+from ..selectors import is_assigned
 from . import checks
 from .acceptance import accept
 from .engine import RunContext
@@ -50,9 +51,7 @@ def _item(ctx: RunContext, work_item_id: str) -> WorkItem:
 def _check_person(identity: Identity, item: WorkItem) -> None:
     if not identity.is_person or not identity.human_presence:
         raise forbidden("only a person decides; this credential is not a person's own")
-    assigned = (item.assigned_group and item.assigned_group in identity.groups) or (
-        item.assigned_person and identity.email and item.assigned_person.lower() == identity.email.lower())
-    if not assigned:
+    if not is_assigned(identity, item):
         raise forbidden("this work item is not assigned to you")
 
 

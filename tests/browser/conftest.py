@@ -1,0 +1,74 @@
+"""Real Chromium (Debian's /usr/bin/chromium) driven by Playwright's sync API against live_server.
+
+One browser per module; a fresh context (cookies, timezone) per test. Playwright's sync API runs an
+event loop in this thread, so Django's async-safety check must be told the ORM calls are fine.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import service_unavailable
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+PASSWORD = "correct-horse-42"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        service_unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_definitions():
+    from processes import definition
+
+    definition._cache.clear()
+    yield
+    definition._cache.clear()
+
+
+@pytest.fixture
+def server(live_server, transactional_db, settings):
+    """The live server's base URL; file links in run data point at it."""
+    settings.PUBLIC_BASE_URL = live_server.url
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast sign-ins
+    return live_server.url
+
+
+@pytest.fixture
+def new_page(browser, server):
+    """new_page(timezone_id=None) -> a Playwright page in a fresh context."""
+    contexts = []
+
+    def make(timezone_id=None):
+        context = browser.new_context(timezone_id=timezone_id) if timezone_id else browser.new_context()
+        context.set_default_timeout(15000)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def sign_in(page, server: str, email: str, password: str = PASSWORD) -> None:
+    page.goto(f"{server}/accounts/login/")
+    page.get_by_label("Email or username").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{server}/")
