@@ -8,8 +8,8 @@ from django.db.models.fields.json import KeyTransform
 from agentprocess import paging
 from agentprocess.identity import Identity
 
+from . import sql
 from .models import Run, StepState, WorkItem, WorkItemState
-from .services.engine import CLAIMED, READY
 
 
 def _after(cursor: str | None, time_field: str, descending: bool = False) -> Q:
@@ -20,33 +20,39 @@ def _after(cursor: str | None, time_field: str, descending: bool = False) -> Q:
     return Q(**{f"{time_field}__{op}": moment}) | Q(**{time_field: moment, f"id__{op}": last_id})
 
 
-def _id_after(cursor: str | None) -> Q:
-    if not cursor:
-        return Q()
-    moment, last_id = paging.decode(cursor, dt.datetime, int)
-    return Q(ready_since__gt=moment) | Q(ready_since=moment, id__gt=last_id)
+class _RunFacts:
+    """What a get_work item shows of its run."""
 
+    __slots__ = ("id", "mode", "process_name", "version_number")
 
-AGENT_WORK_FIELDS = ("id", "step_id", "state", "ready_since", "due_at", "handoff", "progress", "lease_expires_at",
-                     "run__id", "run__mode", "run__process_name", "run__version_number")
+    def __init__(self, run_id, mode, process_name, version_number):
+        self.id, self.mode, self.process_name, self.version_number = run_id, mode, process_name, version_number
 
 
 def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, process: str | None):
-    """Agent steps the caller may claim, oldest `readySince` first: ready, or claimed with a lapsed lease."""
-    steps = StepState.objects.filter(
-        organization=identity.organization, kind="agent", state__in=[READY, CLAIMED]
-    ).filter(Q(state=READY) | Q(lease_expires_at__lte=now))
+    """(step state, run facts) for the agent steps the caller may claim, oldest `readySince` first: ready,
+    or claimed with a lapsed lease. Hand-written SQL (runs/sql.py) on the partial index
+    step_claimable(_process); keyset-paged."""
+    params = [identity.organization.id, sql.adapt(StepState, "lease_expires_at", now)]
+    conditions = ["s.organization_id = %s", "s.kind = 'agent'", "s.state IN ('ready', 'claimed')",
+                  "(s.state = 'ready' OR s.lease_expires_at <= %s)"]
     if process:
-        steps = steps.filter(process_name=process)
-    rows = list(
-        steps.filter(_id_after(cursor))
-        .select_related("run")
-        # Only what a get_work item shows: not the run's inputs and data, which can be large.
-        .only(*AGENT_WORK_FIELDS)
-        .order_by("ready_since", "id")[: limit + 1]
-    )
+        conditions.append("s.process_name = %s")
+        params.append(process)
+    if cursor:
+        moment, last_id = paging.decode(cursor, dt.datetime, int)
+        moment = sql.adapt(StepState, "ready_since", moment)
+        conditions.append("(s.ready_since > %s OR (s.ready_since = %s AND s.id > %s))")
+        params += [moment, moment, last_id]
+    params.append(limit + 1)
+    rows = list(StepState.objects.raw(
+        "SELECT s.id, s.run_id, s.step_id, s.state, s.ready_since, s.due_at, s.handoff, s.progress, "
+        "s.lease_expires_at, r.mode AS run_mode, r.process_name AS run_process, r.version_number AS run_version "
+        f"FROM {sql.table(StepState)} s JOIN {sql.table(Run)} r ON r.id = s.run_id "
+        f"WHERE {' AND '.join(conditions)} ORDER BY s.ready_since, s.id LIMIT %s", params))
     next_cursor = paging.encode(rows[limit - 1].ready_since, rows[limit - 1].id) if len(rows) > limit else None
-    return rows[:limit], next_cursor
+    return [(row, _RunFacts(row.run_id, row.run_mode, row.run_process, row.run_version)) for row in rows[:limit]], \
+        next_cursor
 
 
 def open_items_for(identity: Identity):

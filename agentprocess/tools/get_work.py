@@ -12,6 +12,6 @@ def get_work(identity, arguments, now) -> dict:
     cursor, process = arguments.get("cursor"), arguments.get("process")
     if identity.is_agent:
         rows, next_cursor = claimable_steps(identity, now=now, limit=limit, cursor=cursor, process=process)
-        return {"items": [agent_work_entry(state, state.run, now) for state in rows], "nextCursor": next_cursor}
+        return {"items": [agent_work_entry(state, run, now) for state, run in rows], "nextCursor": next_cursor}
     rows, next_cursor = person_work(identity, limit=limit, cursor=cursor, process=process)
     return {"items": [person_work_entry(item, now) for item in rows], "nextCursor": next_cursor}

@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 
 from agentprocess.errors import CONFLICT, ToolError
 
+from runs import sql
 from runs.models import IdempotencyRecord
 
 
@@ -44,10 +45,10 @@ def run_write(*, identity, tool: str, arguments: dict, now, action, lookup_first
     try:
         with transaction.atomic():
             data = action()
-            IdempotencyRecord.objects.create(
-                organization=identity.organization, request_id=request_id, tool=tool, caller=identity.ref,
-                arguments_hash=print_, result=data, created_at=now,
-            )
+            sql.insert_row(IdempotencyRecord, {
+                "organization": identity.organization.id, "request_id": request_id, "tool": tool,
+                "caller": identity.ref, "arguments_hash": print_, "result": data, "created_at": now,
+            })
         return data
     except IntegrityError:
         record = _stored(identity, request_id)

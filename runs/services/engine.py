@@ -16,6 +16,7 @@ from agentprocess.errors import not_found, run_ended
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
 
+from .. import sql
 from ..models import ENDED_STATES, Event, Run, RunState, StepState, WorkItem, WorkItemState
 from . import rundata
 
@@ -27,6 +28,9 @@ STATE_FIELDS = [
     "state", "ready_since", "activated_seq", "completed_seq", "routed_to", "due_at", "due_notified_at",
     "wake_at", "claimed_by", "lease_gen", "lease_expires_at", "progress", "handoff", "candidate",
 ]
+
+
+RUN_FIELDS = ("state", "outcome", "ended_by", "ended_at", "ended_note", "steps_data", "snapshot", "seq", "updated_at")
 
 
 def _values(state: StepState) -> tuple:
@@ -84,16 +88,17 @@ class RunContext:
              skip_locked: bool = False) -> "RunContext | None":
         """Load a run of the organization (not_found otherwise), its row locked first so concurrent
         writes to one run serialize. With skip_locked, None when another transaction holds it."""
-        runs = Run.objects.all()
-        if lock:
-            runs = runs.select_for_update(of=("self",), skip_locked=skip_locked)
-        run = runs.filter(pk=run_id, organization=organization).first()
-        if run is None:
+        suffix = sql.for_update() if lock else ""
+        if suffix and skip_locked:
+            suffix += " SKIP LOCKED"
+        runs = sql.select(Run, "id = %s AND organization_id = %s", [run_id, organization.id], suffix=suffix)
+        if not runs:
             if skip_locked:
                 return None
             raise not_found(f"no run {run_id} in this organization")
+        run = runs[0]
         run.organization = organization  # already loaded with the caller's identity
-        return cls(run, list(StepState.objects.filter(run=run)), now)
+        return cls(run, sql.select(StepState, "run_id = %s", [run.id]), now)
 
     def ensure_open(self) -> None:
         if self.run.state in ENDED_STATES:
@@ -474,20 +479,17 @@ class RunContext:
         if self._data_changed:
             run.snapshot = rundata.snapshot_of(run.inputs, run.steps_data)
         run.updated_at = self.now
-        fields = ["state", "outcome", "ended_by", "ended_at", "ended_note", "steps_data", "snapshot", "seq",
-                  "updated_at"]
         if run._state.adding:
             run.save(force_insert=True)
             for state in self.states.values():
                 state.run = run
             StepState.objects.bulk_create(self.states.values())
         else:
-            run.save(update_fields=fields)
+            sql.update_row(Run, run.pk, {name: getattr(run, name) for name in RUN_FIELDS})
             for step_id in sorted(self._dirty):
                 state, loaded = self.states[step_id], self._loaded[step_id]
                 changed = {f: v for f, v, old in zip(STATE_FIELDS, _values(state), loaded, strict=True) if v != old}
-                if changed:
-                    StepState.objects.filter(pk=state.pk).update(**changed)
+                sql.update_row(StepState, state.pk, changed)
         for item in self._closed_items:
             item.save(update_fields=["state", "decision", "decided_by", "decided_at"])
         if self._remove_open_items:

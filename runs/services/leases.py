@@ -18,6 +18,7 @@ from agentprocess.errors import (
 from agentprocess.identity import Identity
 from processes.definition import definition_for
 
+from .. import sql
 from ..models import Run, StepState
 from . import tokens
 from .engine import CLAIMED, READY, effective_handoff, lapsed
@@ -39,16 +40,15 @@ def _lease_seconds() -> dt.timedelta:
 
 
 def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
-    state = (
-        StepState.objects.select_related("run")
-        .filter(run_id=run_id, organization=identity.organization, step_id=step_id)
-        .first()
-    )
-    if state is None:
-        if not Run.objects.filter(pk=run_id, organization=identity.organization).exists():
-            raise not_found(f"no run {run_id} in this organization")
+    """The step's state with its run (the caller's organization only)."""
+    runs = sql.select(Run, "id = %s AND organization_id = %s", [run_id, identity.organization.id])
+    if not runs:
+        raise not_found(f"no run {run_id} in this organization")
+    states = sql.select(StepState, "run_id = %s AND step_id = %s", [run_id, step_id])
+    if not states:
         raise not_found(f"run {run_id} has no step {step_id}")
-    return state
+    states[0].run = runs[0]
+    return states[0]
 
 
 def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) -> Lease:
@@ -70,9 +70,11 @@ def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) ->
         handoff = effective_handoff(state, now)
         generation = state.lease_gen + 1
         expires_at = now + _lease_seconds()
-        moved = StepState.objects.filter(pk=state.pk, lease_gen=state.lease_gen, state=state.state).update(
-            state=CLAIMED, claimed_by=identity.ref, lease_gen=generation, lease_expires_at=expires_at,
-            progress=None, handoff=handoff,
+        moved = sql.update_row(
+            StepState, state.pk,
+            {"state": CLAIMED, "claimed_by": identity.ref, "lease_gen": generation, "lease_expires_at": expires_at,
+             "progress": None, "handoff": handoff},
+            where={"lease_gen": state.lease_gen, "state": state.state},
         )
         if moved:
             state.state, state.claimed_by, state.lease_gen = CLAIMED, identity.ref, generation
@@ -113,7 +115,7 @@ def renew(*, identity: Identity, token: str, progress: str | None, now: dt.datet
     changes = {"lease_gen": generation, "lease_expires_at": expires_at}
     if progress is not None:
         changes["progress"] = progress
-    moved = StepState.objects.filter(pk=state.pk, lease_gen=state.lease_gen, state=CLAIMED).update(**changes)
+    moved = sql.update_row(StepState, state.pk, changes, where={"lease_gen": state.lease_gen, "state": CLAIMED})
     if not moved:
         raise stale("the lease of this token ended or was replaced; call get_work again")
     new_token = tokens.issue(organization_id=identity.organization.id, run_id=lease.run_id, step_id=lease.step_id,

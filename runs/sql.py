@@ -1,0 +1,57 @@
+"""Hand-written SQL for the hot path (get_work, claim, submit).
+
+Building a query with the ORM costs ten times its execution here (measured: a select_related
+first() 2.8 ms of CPU against 0.24 ms for the same row through raw()); these few statements run
+on every agent cycle, so they are written once by hand. Values are adapted by the model fields
+themselves (get_db_prep_save), so JSON, datetimes and booleans go to SQLite and PostgreSQL the
+way the ORM would send them. Everything else stays on the ORM.
+"""
+
+from django.db import connection
+
+
+def table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def column(model, name: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(name).column)
+
+
+def adapt(model, name: str, value):
+    return model._meta.get_field(name).get_db_prep_save(value, connection)
+
+
+def for_update() -> str:
+    """Row lock on PostgreSQL; SQLite's IMMEDIATE transactions already serialize writers."""
+    return " FOR UPDATE" if connection.features.has_select_for_update else ""
+
+
+def update_row(model, pk, changes: dict, *, where: dict | None = None) -> int:
+    """UPDATE one row by primary key (and extra equality conditions); returns the rows changed."""
+    if not changes:
+        return 0
+    sets = ", ".join(f"{column(model, name)} = %s" for name in changes)
+    params = [adapt(model, name, value) for name, value in changes.items()]
+    conditions = [f"{connection.ops.quote_name(model._meta.pk.column)} = %s"]
+    params.append(adapt(model, model._meta.pk.name, pk))
+    for name, value in (where or {}).items():
+        conditions.append(f"{column(model, name)} = %s")
+        params.append(adapt(model, name, value))
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table(model)} SET {sets} WHERE {' AND '.join(conditions)}", params)
+        return cursor.rowcount
+
+
+def insert_row(model, values: dict) -> None:
+    names = list(values)
+    columns = ", ".join(column(model, name) for name in names)
+    placeholders = ", ".join(["%s"] * len(names))
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table(model)} ({columns}) VALUES ({placeholders})",
+                       [adapt(model, name, values[name]) for name in names])
+
+
+def select(model, where_sql: str, params: list, *, suffix: str = "") -> list:
+    """Model instances for `SELECT * FROM <table> WHERE <where_sql>` (columns mapped by the ORM)."""
+    return list(model.objects.raw(f"SELECT * FROM {table(model)} WHERE {where_sql}{suffix}", params))
