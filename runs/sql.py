@@ -22,6 +22,15 @@ def adapt(model, name: str, value):
     return model._meta.get_field(name).get_db_prep_save(value, connection)
 
 
+def from_db(model, name: str, value):
+    """A column read outside the model's own columns (a joined alias), converted as the ORM would."""
+    field = model._meta.get_field(name)
+    for converter in field.get_db_converters(connection) + connection.ops.get_db_converters(field.get_col(
+            model._meta.db_table)):
+        value = converter(value, field.get_col(model._meta.db_table), connection)
+    return value
+
+
 def for_update() -> str:
     """Row lock on PostgreSQL; SQLite's IMMEDIATE transactions already serialize writers."""
     return " FOR UPDATE" if connection.features.has_select_for_update else ""

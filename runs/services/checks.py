@@ -25,14 +25,7 @@ def kind_of(question: dict) -> str:
     return "choice" if "one_of" in question else "rubric" if "levels" in question else "yes_no"
 
 
-def _completion_time(entry: dict) -> str:
-    if "at" in entry:
-        return entry["at"]
-    history = entry.get("history") or [{}]
-    return history[-1].get("at", "")
-
-
-def visible_run_data(inputs: dict, steps: dict) -> tuple[dict, bool]:
+def visible_run_data(inputs: dict, steps: dict, oldest_first: list[str]) -> tuple[dict, bool]:
     """Run data within checkStateBytes: whole steps dropped oldest first; True when truncated."""
     limit = settings.CHECK_STATE_BYTES
     shown = dict(steps)
@@ -41,7 +34,7 @@ def visible_run_data(inputs: dict, steps: dict) -> tuple[dict, bool]:
     def size():
         return len(json.dumps({"inputs": inputs, "steps": shown}, ensure_ascii=False).encode())
 
-    for step_id in sorted(shown, key=lambda s: _completion_time(shown[s])):
+    for step_id in [s for s in oldest_first if s in shown]:
         if size() <= limit:
             break
         del shown[step_id]
@@ -49,8 +42,9 @@ def visible_run_data(inputs: dict, steps: dict) -> tuple[dict, bool]:
     return {"inputs": inputs, "steps": shown}, truncated
 
 
-def material(*, step: StepDef, body: str, inputs: dict, steps: dict, record: dict) -> tuple[str, bool]:
-    data, truncated = visible_run_data(inputs, steps)
+def material(*, step: StepDef, body: str, inputs: dict, steps: dict, oldest_first: list[str],
+             record: dict) -> tuple[str, bool]:
+    data, truncated = visible_run_data(inputs, steps, oldest_first)
     submission = {"output": record.get("output"), "summary": record.get("summary"),
                   "evidence": [{"kind": e["kind"], "ref": e["ref"]} for e in record.get("evidence") or []]}
     if record.get("next"):
@@ -95,11 +89,15 @@ def judge(question: dict, answer: Answer) -> str:
     return "pass" if answer.value >= question["pass"] else "fail"
 
 
-def evaluate(*, step: StepDef, body: str, inputs: dict, steps: dict, record: dict, now) -> dict:
-    """The verdict of check-1 §3. An evaluator that fails twice gives `retry`, or an `error`
-    verdict on an advisory check (which then never blocks)."""
+def evaluate(ctx, step: StepDef, record: dict) -> dict:
+    """The verdict of check-1 §3 for a submission to a step of the run in `ctx` (a RunContext).
+    An evaluator that fails twice gives `retry`, or an `error` verdict on an advisory check
+    (which then never blocks)."""
+    now = ctx.now
     evaluator = configured_evaluator()
-    text, truncated = material(step=step, body=body, inputs=inputs, steps=steps, record=record)
+    oldest_first = sorted(ctx.steps_data, key=lambda s: ctx.states[s].completed_seq or 0 if s in ctx.states else 0)
+    text, truncated = material(step=step, body=ctx.definition.body, inputs=ctx.run.inputs, steps=ctx.steps_data,
+                               oldest_first=oldest_first, record=record)
     questions = questions_of(step)
     results = []
     try:

@@ -148,5 +148,4 @@ def check_before_decide(identity: Identity, arguments: dict, now) -> dict | None
                             summary_required=False)
     if issues:
         return None
-    return checks.evaluate(step=step, body=ctx.definition.body, inputs=ctx.run.inputs, steps=ctx.steps_data,
-                           record=record, now=now)
+    return checks.evaluate(ctx, step, record)

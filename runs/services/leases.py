@@ -39,16 +39,25 @@ def _lease_seconds() -> dt.timedelta:
     return dt.timedelta(seconds=settings.LEASE_SECONDS)
 
 
+RUN_COLUMNS = ("state", "mode", "version_id", "process_name", "version_number", "inputs", "steps_data")
+
+
 def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
-    """The step's state with its run (the caller's organization only)."""
-    runs = sql.select(Run, "id = %s AND organization_id = %s", [run_id, identity.organization.id])
-    if not runs:
-        raise not_found(f"no run {run_id} in this organization")
-    states = sql.select(StepState, "run_id = %s AND step_id = %s", [run_id, step_id])
+    """The step's state with what a claim needs of its run, in one statement (the caller's
+    organization only)."""
+    extra = ", ".join(f"r.{sql.column(Run, name)} AS run_{name}" for name in RUN_COLUMNS)
+    states = list(StepState.objects.raw(
+        f"SELECT s.*, {extra} FROM {sql.table(StepState)} s JOIN {sql.table(Run)} r ON r.id = s.run_id "
+        "WHERE s.run_id = %s AND s.step_id = %s AND r.organization_id = %s",
+        [run_id, step_id, identity.organization.id]))
     if not states:
+        if not Run.objects.filter(pk=run_id, organization=identity.organization).exists():
+            raise not_found(f"no run {run_id} in this organization")
         raise not_found(f"run {run_id} has no step {step_id}")
-    states[0].run = runs[0]
-    return states[0]
+    state = states[0]
+    state.run = Run(id=run_id, organization_id=identity.organization.id,
+                    **{name: sql.from_db(Run, name, getattr(state, f"run_{name}")) for name in RUN_COLUMNS})
+    return state
 
 
 def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) -> Lease:

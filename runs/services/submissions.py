@@ -36,8 +36,7 @@ def settle_check(ctx: RunContext, step, state, record: dict, verdict: dict | Non
     """Apply check-1 §3 to an objectively accepted submission. Returns True when the step was held
     for a person (unsure); raises not_accepted on a blocking fail; otherwise records the verdict."""
     if verdict is None:
-        verdict = checks.evaluate(step=step, body=ctx.definition.body, inputs=ctx.run.inputs,
-                                  steps=ctx.steps_data, record=record, now=ctx.now)
+        verdict = checks.evaluate(ctx, step, record)
     if not step.advisory and verdict["verdict"] == "fail":
         lines = checks.issue_lines(step, verdict)
         raise not_accepted(lines, after_rollback=lambda: record_handoff(
@@ -68,8 +67,7 @@ def check_before_submit(identity: Identity, arguments: dict, now) -> dict | None
                             reason=arguments.get("reason"), by=identity.ref, summary_required=True)
     if issues or not step.check:
         return None
-    return checks.evaluate(step=step, body=ctx.definition.body, inputs=ctx.run.inputs, steps=ctx.steps_data,
-                           record=record, now=now)
+    return checks.evaluate(ctx, step, record)
 
 
 def submit(*, identity: Identity, token: str, output, evidence, summary, next_choice, reason, now,
