@@ -73,10 +73,13 @@ def identity_from_api_token(token: str) -> Identity | None:
 
 
 def identity_from_bearer(token: str) -> Identity | None:
-    """One entry point for every bearer credential; OAuth access tokens plug in here."""
+    """One entry point for every bearer credential: API tokens (`apt_…`), then OAuth 2.1 access
+    tokens (issue 7; resolved in agentprocess/oauth.py, which imports this module)."""
     if not token:
         return None
-    return identity_from_api_token(token)
+    from .oauth import identity_from_access_token
+
+    return identity_from_api_token(token) or identity_from_access_token(token)
 
 
 def revoke_token(row: ApiToken) -> None:

@@ -101,3 +101,26 @@ class ApiToken(models.Model):
             organization=organization, agent=agent, user=user, label=label, token_hash=hash_token(plaintext)
         )
         return row, plaintext
+
+
+# --- OAuth 2.1 (issue 7; the rest lives in agentprocess/oauth.py) ---------------------------
+
+from oauth2_provider.settings import oauth2_settings  # noqa: E402  (no models imported; swappable name)
+
+
+class AgentApplication(models.Model):
+    """A django-oauth-toolkit Application registered for an agent: a confidential client whose
+    client-credentials tokens act as that agent. Deleting it deletes the Application and its tokens."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="oauth_applications")
+    application = models.OneToOneField(
+        oauth2_settings.APPLICATION_MODEL, on_delete=models.CASCADE, related_name="agent_link"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "agent application (OAuth)"
+        verbose_name_plural = "agent applications (OAuth)"
+
+    def __str__(self):
+        return f"{self.application.name} ({self.agent.ref})"

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "oauth2_provider",  # OAuth 2.1 authorization server (issue 7; agentprocess/oauth.py)
     "agentprocess",
     "processes",
     "runs",
@@ -84,6 +85,15 @@ elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
         _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": env.int("DB_POOL_SIZE", default=8)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+    "agentprocess.hashers.ClientSecretHasher",  # OAuth client secrets only (see the module)
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
@@ -156,6 +166,45 @@ CHECK_PASS = env.float("CHECK_PASS", default=0.9)
 CHECK_FAIL = env.float("CHECK_FAIL", default=None)
 CHECK_CONFIDENCE = env.float("CHECK_CONFIDENCE", default=0.8)
 CHECK_STATE_BYTES = env.int("CHECK_STATE_BYTES", default=64 * 1024)
+
+# --- OAuth 2.1 (issue 7): django-oauth-toolkit, wired up in agentprocess/oauth.py -------------
+# Authorization code + PKCE (S256 only) for people's MCP clients, client credentials for agents,
+# rotating refresh tokens with replay detection; no implicit or password grant; access and refresh
+# tokens stored only as SHA-256 checksums; bearer tokens only in the Authorization header.
+# The issuer is PUBLIC_BASE_URL, as in the WWW-Authenticate challenge (agentprocess/api/auth.py).
+OAUTH2_PROVIDER = {
+    "CLIENT_SECRET_HASHER": "sha256_client_secret",
+    "SCOPES": {"tools": "Use the agentprocess tools (MCP and REST) as this identity"},
+    "DEFAULT_SCOPES": ["tools"],
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_ACCESS_TOKEN_SECONDS", default=3600),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": env.int("OAUTH_REFRESH_TOKEN_SECONDS", default=30 * 24 * 3600),
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Native MCP clients receive the code on a loopback port chosen at run time (RFC 8252 §7.3);
+    # this extends that to http://localhost. http stays allowed for loopback redirect URIs.
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OIDC_ISS_ENDPOINT": PUBLIC_BASE_URL,
+    "OAUTH2_SERVER_CLASS": "agentprocess.oauth.Server",  # PKCE S256 only, refused before consent
+    "OAUTH2_VALIDATOR_CLASS": "agentprocess.oauth.Validator",
+    # RFC 8414 discovery advertises what is accepted, nothing more.
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "client_credentials", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["client_secret_basic", "client_secret_post", "none"],
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "agentprocess process server",
+    # RFC 9700 gates (defaults flip in DOT 4.0): see ../shared/notes/stack-notes.md §2.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+}
+# DOT's default, named so migrations of models pointing at it (AgentApplication) can resolve it.
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 
 # --- REST --------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from agentprocess import oauth
 from agentprocess.api.rest import ToolView
 from runs.views import file_download
 
@@ -12,5 +13,7 @@ urlpatterns = [
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="openapi-schema"), name="openapi-docs"),
     path("files/<str:upload_id>", file_download, name="file-download"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # OAuth 2.1 (issue 7): /o/authorize/, /o/token/, /o/revoke_token/ and the /.well-known/ documents.
+    path("", include(oauth.urlpatterns)),
     path("", include("workqueue.urls")),
 ]

@@ -70,7 +70,7 @@ def _fresh_definitions():
 def _media(tmp_path, settings):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     # Password hashing is deliberately slow; tests need it to work, not to resist brute force.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", "agentprocess.hashers.ClientSecretHasher"]
 
 
 @pytest.fixture

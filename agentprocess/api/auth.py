@@ -19,9 +19,11 @@ def authenticate(authorization: str | None) -> Identity | None:
     return identity_from_bearer(token) if token else None
 
 
-def www_authenticate(error: str | None = None) -> str:
-    """The challenge of a 401; points MCP clients at the protected-resource metadata (RFC 9728)."""
-    value = f'Bearer realm="agentprocess", resource_metadata="{settings.PUBLIC_BASE_URL}/.well-known/oauth-protected-resource/mcp"'
+def www_authenticate(error: str | None = None, resource_path: str = "/mcp") -> str:
+    """The challenge of a 401; points clients at the protected-resource metadata (RFC 9728) of the
+    resource they called (`/mcp` or `/api/v1`, agentprocess.oauth) and names the scope to ask for."""
+    metadata = f"{settings.PUBLIC_BASE_URL}/.well-known/oauth-protected-resource{resource_path}"
+    value = f'Bearer realm="agentprocess", resource_metadata="{metadata}", scope="tools"'
     if error:
         value += f', error="{error}"'
     return value

@@ -24,7 +24,8 @@ def _response(envelope: dict) -> JsonResponse:
 
 def unauthenticated(request) -> JsonResponse:
     response = JsonResponse(UNAUTHENTICATED, status=401)
-    response["WWW-Authenticate"] = www_authenticate("invalid_token" if "Authorization" in request.headers else None)
+    response["WWW-Authenticate"] = www_authenticate("invalid_token" if "Authorization" in request.headers else None,
+                                                    resource_path="/api/v1")  # its RFC 9728 document
     return response
 
 

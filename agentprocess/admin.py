@@ -1,0 +1,197 @@
+"""Admin for organizations and the identities acting in them: agents, API tokens, and OAuth agent
+applications and access tokens (issue 7).
+
+Credentials are never shown after they are issued: an agent application's client secret appears
+once, on the page that answers its registration (or a secret reset), and is stored hashed.
+"""
+
+import oauth2_provider.admin as dot_admin  # registers DOT's admins first; AccessToken's is replaced below
+from django import forms
+from django.contrib import admin, messages
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from oauth2_provider.models import get_access_token_model
+
+from . import oauth
+from .identity import revoke_token
+from .models import Agent, AgentApplication, ApiToken, Member, Organization
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "operators", "created_at")
+    search_fields = ("slug", "name")
+    readonly_fields = ("created_at",)
+
+
+@admin.register(Member)
+class MemberAdmin(admin.ModelAdmin):
+    list_display = ("user", "email", "organization")
+    list_filter = ("organization",)
+    list_select_related = ("user", "organization")
+    search_fields = ("user__email", "user__username")
+    raw_id_fields = ("user",)
+
+    @admin.display(ordering="user__email")
+    def email(self, obj):
+        return obj.user.email
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ("name", "organization", "created_at")
+    list_filter = ("organization",)
+    search_fields = ("name",)
+    readonly_fields = ("created_at",)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """API tokens are issued by `create_identity` and the /tokens/ page (the plaintext shows there,
+    once); here they are listed and revoked. Only the SHA-256 is stored, and never shown."""
+
+    list_display = ("__str__", "owner", "organization", "created_at", "revoked_at")
+    list_filter = ("organization", ("revoked_at", admin.EmptyFieldListFilter))
+    list_select_related = ("organization", "agent", "user")
+    search_fields = ("label", "agent__name", "user__email")
+    fields = ("organization", "owner", "label", "created_at", "revoked_at")
+    readonly_fields = ("organization", "owner", "created_at", "revoked_at")
+    actions = ("revoke_selected",)
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="for")
+    def owner(self, obj):
+        return obj.agent.ref if obj.agent_id else obj.user.email
+
+    @admin.action(description="Revoke selected API tokens")
+    def revoke_selected(self, request, queryset):
+        rows = list(queryset.filter(revoked_at__isnull=True))
+        for row in rows:
+            revoke_token(row)
+        self.message_user(request, f"Revoked {len(rows)} API token(s).", messages.SUCCESS)
+
+
+# --- OAuth (issue 7) -----------------------------------------------------------------------------
+
+
+class AgentApplicationForm(forms.ModelForm):
+    name = forms.CharField(max_length=255, required=False,
+                           help_text="Shown in token lists; defaults to the agent's name and organization.")
+
+    class Meta:
+        model = AgentApplication
+        fields = ("agent",)
+
+
+CREDENTIALS_TEMPLATE = "admin/agentprocess/agentapplication/credentials.html"
+
+
+@admin.register(AgentApplication)
+class AgentApplicationAdmin(admin.ModelAdmin):
+    """Register an agent for OAuth client credentials: pick the agent, save, copy the client id and
+    secret from the page that follows (shown once). Deleting one revokes all its tokens."""
+
+    form = AgentApplicationForm
+    list_display = ("name", "agent", "organization", "client_id", "tokens", "created_at")
+    list_filter = ("agent__organization",)
+    list_select_related = ("agent__organization", "application")
+    search_fields = ("agent__name", "application__name", "application__client_id")
+    readonly_fields = ("name", "agent", "client_id", "client_secret_note", "tokens", "created_at")
+    actions = ("reset_secret",)
+
+    def get_fields(self, request, obj=None):
+        return ("agent", "name") if obj is None else self.readonly_fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if obj is None else self.readonly_fields
+
+    @admin.display(ordering="application__name")
+    def name(self, obj):
+        return obj.application.name
+
+    @admin.display(ordering="agent__organization__slug")
+    def organization(self, obj):
+        return obj.agent.organization
+
+    @admin.display(description="client id")
+    def client_id(self, obj):
+        return obj.application.client_id
+
+    @admin.display(description="client secret")
+    def client_secret_note(self, obj):
+        return "Stored hashed; shown only when issued. Use “Issue a new client secret” to replace it."
+
+    @admin.display(description="live access tokens")
+    def tokens(self, obj):
+        count = get_access_token_model().objects.filter(application_id=obj.application_id,
+                                                        expires__gt=timezone.now()).count()
+        url = reverse(f"admin:{AccessToken._meta.app_label}_accesstoken_changelist")
+        return format_html('<a href="{}?application__id__exact={}">{}</a>', url, obj.application_id, count)
+
+    def save_model(self, request, obj, form, change):
+        if change:  # nothing is editable after registration
+            return
+        link, secret = oauth.register_agent_application(form.cleaned_data["agent"], form.cleaned_data["name"])
+        obj.pk, obj.application, obj.created_at = link.pk, link.application, link.created_at
+        request._agentprocess_client_secret = secret
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return self.credentials_response(request, obj, request._agentprocess_client_secret, issued="registered")
+
+    def credentials_response(self, request, link, secret, *, issued):
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Credentials of {link.application.name}",
+            "link": link,
+            "client_id": link.application.client_id,
+            "client_secret": secret,
+            "issued": issued,
+            "token_endpoint": f"{oauth.resource_url()}/o/token/",
+            "mcp_url": oauth.resource_url(oauth.MCP_RESOURCE_PATH),
+            "issuer": oauth.resource_url(),
+        }
+        response = TemplateResponse(request, CREDENTIALS_TEMPLATE, context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @admin.action(description="Issue a new client secret (the old one stops working)")
+    def reset_secret(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one agent application.", messages.ERROR)
+            return None
+        link = queryset.select_related("application", "agent").get()
+        return self.credentials_response(request, link, oauth.reset_client_secret(link), issued="reset")
+
+    def delete_queryset(self, request, queryset):
+        for link in queryset:  # one at a time, so each takes its Application (and tokens) along
+            link.delete()
+
+
+AccessToken = get_access_token_model()
+admin.site.unregister(AccessToken)
+
+
+@admin.register(AccessToken)
+class AccessTokenAdmin(dot_admin.AccessTokenAdmin):
+    """DOT's access-token admin (list, “Revoke selected access tokens”), saying who each token acts
+    as and through which grant. Tokens are stored as checksums only, so nothing secret shows."""
+
+    list_display = ("pk", "acts_as", "grant", "application", "scope", "created", "expires")
+    list_select_related = ("application", "user")
+    list_filter = ("application", "application__authorization_grant_type")
+
+    @admin.display(description="acts as")
+    def acts_as(self, obj):
+        if obj.user_id:
+            return obj.user.email or obj.user.get_username()
+        link = AgentApplication.objects.select_related("agent").filter(application_id=obj.application_id).first()
+        return link.agent.ref if link else "—"
+
+    @admin.display(description="grant", ordering="application__authorization_grant_type")
+    def grant(self, obj):
+        return obj.application.get_authorization_grant_type_display() if obj.application_id else "—"
