@@ -1,11 +1,14 @@
 """Who is calling. Every transport resolves an Identity here and nowhere else; `by` in run data
 comes from it, never from arguments."""
 
+import time
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.utils import timezone
 
-from .models import ApiToken, Member, Organization, hash_token
+from . import sql
+from .models import TOKEN_PREFIX, Agent, ApiToken, Member, Organization, hash_token
 
 AGENT = "agent"
 PERSON = "person"
@@ -55,8 +58,42 @@ def person_identity(user, *, human_presence: bool = True) -> Identity | None:
     )
 
 
+_organizations: dict[int, tuple[float, Organization]] = {}
+ORGANIZATION_CACHE_SECONDS = 30.0
+
+
+def _organization(organization_id: int) -> Organization:
+    """The organization with its operators group, cached briefly: read on every request, seldom changed."""
+    cached = _organizations.get(organization_id)
+    if cached is None or cached[0] < time.monotonic():
+        organization = Organization.objects.select_related("operators").get(pk=organization_id)
+        cached = _organizations[organization_id] = (time.monotonic() + ORGANIZATION_CACHE_SECONDS, organization)
+    return cached[1]
+
+
+def _agent_from_api_token(token_hash: str) -> Identity | None | bool:
+    """The hot path, one hand-written statement (see agentprocess/sql.py): an agent's token.
+    False when the token is valid but belongs to a person."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT t.organization_id, t.agent_id, a.name FROM {sql.table(ApiToken)} t "
+            f"LEFT JOIN {sql.table(Agent)} a ON a.id = t.agent_id "
+            "WHERE t.token_hash = %s AND t.revoked_at IS NULL", [token_hash])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    organization_id, agent_id, name = row
+    if agent_id is None:
+        return False
+    return Identity(organization=_organization(organization_id), kind=AGENT,
+                    agent=Agent(id=agent_id, organization_id=organization_id, name=name))
+
+
 def identity_from_api_token(token: str) -> Identity | None:
     """Resolve a bearer API token (agent or personal). Unknown or revoked → None."""
+    agent = _agent_from_api_token(hash_token(token))
+    if agent is not False:
+        return agent
     row = (
         ApiToken.objects.select_related("organization__operators", "agent", "user")
         .filter(token_hash=hash_token(token), revoked_at__isnull=True)
@@ -77,9 +114,11 @@ def identity_from_bearer(token: str) -> Identity | None:
     tokens (issue 7; resolved in agentprocess/oauth.py, which imports this module)."""
     if not token:
         return None
+    if token.startswith(TOKEN_PREFIX):
+        return identity_from_api_token(token)
     from .oauth import identity_from_access_token
 
-    return identity_from_api_token(token) or identity_from_access_token(token)
+    return identity_from_access_token(token)
 
 
 def revoke_token(row: ApiToken) -> None:

@@ -8,7 +8,7 @@ from django.db.models.fields.json import KeyTransform
 from agentprocess import paging
 from agentprocess.identity import Identity
 
-from . import sql
+from agentprocess import sql
 from .models import Run, StepState, WorkItem, WorkItemState
 
 

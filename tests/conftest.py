@@ -61,9 +61,11 @@ def _reset_clock():
 @pytest.fixture(autouse=True)
 def _fresh_definitions():
     # Compiled definitions are cached by version id; test databases roll back and reuse ids.
+    from agentprocess import identity
     from processes import definition
 
     definition._cache.clear()
+    identity._organizations.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 
 from agentprocess.errors import CONFLICT, ToolError
 
-from runs import sql
+from agentprocess import sql
 from runs.models import IdempotencyRecord
 
 

@@ -16,7 +16,7 @@ from agentprocess.errors import not_found, run_ended
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
 
-from .. import sql
+from agentprocess import sql
 from ..models import ENDED_STATES, Event, Run, RunState, StepState, WorkItem, WorkItemState
 from . import rundata
 

@@ -18,7 +18,7 @@ from agentprocess.errors import (
 from agentprocess.identity import Identity
 from processes.definition import definition_for
 
-from .. import sql
+from agentprocess import sql
 from ..models import Run, StepState
 from . import tokens
 from .engine import CLAIMED, READY, effective_handoff, lapsed
