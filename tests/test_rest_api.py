@@ -182,3 +182,13 @@ def test_openapi_schema_describes_every_tool_with_the_spec_schemas(client, agent
     refs = [v for v in json_.dumps(schema).split('"$ref": ')[1:]]
     assert all(r.startswith('"#/components/schemas/') for r in refs)
     assert client.get("/api/v1/docs/").status_code == 200
+
+
+def test_a_float_limit_and_nul_characters_are_handled(client, agent):
+    status, env, _ = rest_call(client, agent.token, "get_work", {"limit": 2.0})
+    assert status == 200
+    status, env, _ = rest_call(client, agent.token, "start_run",
+                               {"process": "x\x00", "inputs": {"a\x00": "b"}, "requestId": "r\x00"})
+    assert (status, env["error"]["issues"]) == (400, [
+        "inputs: a key must not contain NUL characters", "process: must not contain NUL characters",
+        "requestId: must not contain NUL characters"])

@@ -56,6 +56,9 @@ def expand_tool_paths(result, generator, request, public):
         tool = TOOLS[name]
         arguments = _localize(tool.arguments_schema, f"{name}_arguments", components)
         data = _localize(tool.result_schema, f"{name}_result", components)
+        if name == "describe":
+            # check-1 §5: the check* limits are listed only while an evaluator is configured.
+            data["properties"]["limits"]["required"] = ["runDataBytes"]
         responses = {"200": {"description": "ok", "content": {"application/json": {"schema": {
             "type": "object", "properties": {"ok": {"const": True}, "data": data},
             "required": ["ok", "data"], "additionalProperties": False}}}}}

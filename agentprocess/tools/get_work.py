@@ -8,7 +8,7 @@ from .registry import tool
       description="For an agent: ready agent steps it may claim, each with the exact claim call. For a person: their "
                   "open work items, each with the exact decide call. Oldest first, paged.")
 def get_work(identity, arguments, now) -> dict:
-    limit = arguments.get("limit", 20)
+    limit = int(arguments.get("limit", 20))  # the schema's integer admits 20.0
     cursor, process = arguments.get("cursor"), arguments.get("process")
     if identity.is_agent:
         rows, next_cursor = claimable_steps(identity, now=now, limit=limit, cursor=cursor, process=process)

@@ -112,11 +112,28 @@ def _issues_of(error) -> list[str]:
     return [f"{label}: {error.message}"]
 
 
+def _nul_issues(value, path: str = "") -> list[str]:
+    """Text may not hold NUL characters: PostgreSQL cannot store them, so they are refused up front."""
+    if isinstance(value, str):
+        return [f"{path or 'arguments'}: must not contain NUL characters"] if "\x00" in value else []
+    if isinstance(value, dict):
+        issues = []
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            if "\x00" in str(key):
+                issues.append(f"{path or 'arguments'}: a key must not contain NUL characters")
+            issues += _nul_issues(item, child)
+        return issues
+    if isinstance(value, list):
+        return [issue for index, item in enumerate(value) for issue in _nul_issues(item, f"{path}[{index}]")]
+    return []
+
+
 def schema_issues(name: str, arguments) -> list[str]:
     issues = []
     for error in _validator(name).iter_errors(arguments):
         issues.extend(_issues_of(error))
-    return sorted(issues)
+    return sorted(issues + _nul_issues(arguments))
 
 
 def call_tool(identity: Identity, name: str, arguments) -> dict:
