@@ -37,11 +37,18 @@ class ParsedFile:
     issues: list[str] = field(default_factory=list)  # parse issues; empty on success
 
 
+MAX_FRONTMATTER_CHARACTERS = 256 * 1024
+MAX_FLOW_DEPTH = 64
+
+
 def parse_process_file(text: str) -> ParsedFile:
     split = split_frontmatter(text)
     if split is None:
         return ParsedFile(None, "", [DELIMITER_ISSUE])
     yaml_text, body = split
+    early = _text_issues(yaml_text, body)
+    if early:
+        return ParsedFile(None, body, early)
     try:
         frontmatter, issues = load_frontmatter(yaml_text)
     except Exception as error:  # never raise, whatever the YAML library does
@@ -175,6 +182,30 @@ for _tag in ("binary", "set", "omap", "pairs"):
     JsonDataConstructor.add_constructor(f"tag:yaml.org,2002:{_tag}", JsonDataConstructor.construct_not_json)
 
 
+def _text_issues(yaml_text: str, body: str) -> list[str]:
+    """Refusals that come before YAML parsing: what no database can store (NUL), and inputs that
+    would make the YAML scanner slow (its cost grows with the square of flow nesting)."""
+    issues = []
+    for where, text, first_line in (("frontmatter", yaml_text, FIRST_YAML_LINE),
+                                    ("body", body, FIRST_YAML_LINE + yaml_text.count("\n") + 1)):
+        position = text.find("\x00")
+        if position >= 0:
+            issues.append(f"line {first_line + text.count(chr(10), 0, position)}: the {where} contains a NUL "
+                          "character")
+    if len(yaml_text) > MAX_FRONTMATTER_CHARACTERS:
+        issues.append(f"frontmatter: longer than {MAX_FRONTMATTER_CHARACTERS} characters")
+    depth = deepest = 0
+    for character in yaml_text:
+        if character in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character in "]}":
+            depth -= 1
+    if deepest > MAX_FLOW_DEPTH:
+        issues.append(f"frontmatter: nested more than {MAX_FLOW_DEPTH} levels deep")
+    return issues
+
+
 def _quoted(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
@@ -190,7 +221,14 @@ def _json_data_problem(data) -> str | None:
     in_progress: set[int] = set()
 
     def expanded_size(value) -> int:
-        if isinstance(value, (str, bool, int, float)) or value is None:
+        if isinstance(value, str):
+            # Escapes can produce what JSON text cannot carry to a database: NUL, lone surrogates.
+            if "\x00" in value:
+                raise _NotJson("a string holds a NUL character (\\0)")
+            if any("\ud800" <= character <= "\udfff" for character in value):
+                raise _NotJson("a string holds a lone surrogate (an escape like \\ud800 without its pair)")
+            return 1
+        if isinstance(value, (bool, int, float)) or value is None:
             return 1
         if not isinstance(value, (dict, list)):
             raise _NotJson(f"a {type(value).__name__} value is not JSON data")

@@ -57,7 +57,9 @@ def import_draft(*, organization, source: str, folder_name: str | None = None, c
         organization=organization,
         name=name[:64],
         folder_name=folder_name or "",
-        source=source,
+        # A NUL character is refused (an issue above) and cannot be stored by PostgreSQL; the draft
+        # keeps the text with it made visible, so the issues can still be shown.
+        source=source.replace("\x00", "\ufffd"),
         issues=issues,
         roles=roles,
         created_by=created_by,
@@ -86,6 +88,8 @@ def bind_roles(*, draft: ProcessDraft, bindings: dict[str, str]) -> ProcessDraft
 @transaction.atomic
 def publish(*, draft: ProcessDraft, published_by=None) -> ProcessVersion:
     """Publish the draft as the next version of its process, or refuse with every issue."""
+    if draft.issues:
+        raise PublishRefused(list(draft.issues))  # fix the file and import it again
     frontmatter, body, issues = format_issues(draft.source, draft.folder_name or None)
     if frontmatter is not None and not issues:
         roles = role_names(frontmatter)

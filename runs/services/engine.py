@@ -98,7 +98,10 @@ class RunContext:
             raise not_found(f"no run {run_id} in this organization")
         run = runs[0]
         run.organization = organization  # already loaded with the caller's identity
-        return cls(run, sql.select(StepState, "run_id = %s", [run.id]), now)
+        # The step rows are locked too (after the run, always in that order): claim writes a step
+        # row without the run lock, and must wait for, then see, what this write does to it.
+        states = sql.select(StepState, "run_id = %s", [run.id], suffix=sql.for_update() if lock else "")
+        return cls(run, states, now)
 
     def ensure_open(self) -> None:
         if self.run.state in ENDED_STATES:
