@@ -190,8 +190,9 @@ def _text_issues(yaml_text: str, body: str) -> list[str]:
                                     ("body", body, FIRST_YAML_LINE + yaml_text.count("\n") + 1)):
         position = text.find("\x00")
         if position >= 0:
-            issues.append(f"line {first_line + text.count(chr(10), 0, position)}: the {where} contains a NUL "
-                          "character")
+            line = first_line + text.count("\n", 0, position)
+            column = position - text.rfind("\n", 0, position)
+            issues.append(f"line {line}, column {column}: the {where} contains a NUL character")
     if len(yaml_text) > MAX_FRONTMATTER_CHARACTERS:
         issues.append(f"frontmatter: longer than {MAX_FRONTMATTER_CHARACTERS} characters")
     depth = deepest = 0

@@ -136,8 +136,14 @@ def test_tab_indentation_error_has_position():
 
 
 def test_control_character_has_position():
-    parsed = parse_process_file("---\nname: demo\ndesc: a\x00b\n---\n")
-    assert parsed.issues == ["line 3, column 8: character #x0000 is not allowed (special characters are not allowed)"]
+    parsed = parse_process_file("---\nname: demo\ndesc: a\x01b\n---\n")
+    assert parsed.issues == ["line 3, column 8: character #x0001 is not allowed (special characters are not allowed)"]
+
+
+def test_a_nul_character_is_refused_with_its_position_before_parsing():
+    parsed = parse_process_file("---\nname: demo\ndesc: a\x00b\n---\nbody\n\x00")
+    assert parsed.issues == ["line 3, column 8: the frontmatter contains a NUL character",
+                             "line 6, column 1: the body contains a NUL character"]
 
 
 def test_frontmatter_must_be_a_mapping():
