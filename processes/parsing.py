@@ -11,9 +11,11 @@ count lines of the whole file.
 
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import ReusedAnchorWarning
 from ruamel.yaml.constructor import ConstructorError, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.nodes import MappingNode
@@ -83,7 +85,9 @@ def load_frontmatter(yaml_text: str) -> tuple[dict | None, list[str]]:
     if directive_issue:
         return None, [directive_issue]
     try:
-        data = _new_loader().load(yaml_text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ReusedAnchorWarning)  # YAML 1.2 lets an anchor be redefined
+            data = _new_loader().load(yaml_text)
     except MarkedYAMLError as error:
         return None, [_marked_issue(error)]
     except ReaderError as error:
