@@ -1,4 +1,5 @@
-"""The ASGI app: Django for everything, except /mcp, which goes to the MCP endpoint.
+"""The ASGI app: Django for everything, except /mcp (the MCP endpoint) and POST /api/v1/tools/<tool>
+(the REST route, agentprocess.api.rest_asgi, same rules as the Django view).
 
 Serve it with `uvicorn agentprocess.asgi:application` (any number of workers: MCP is stateless).
 The ASGI lifespan must stay on (uvicorn's default): it starts the MCP SDK's session manager.
@@ -14,6 +15,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentprocess.settings")
 django_app = get_asgi_application()
 
 from agentprocess.api.mcp import MCP_PATH, build_mcp_app  # noqa: E402
+from agentprocess.api.rest_asgi import rest_tool_app, tool_of  # noqa: E402
 
 mcp_app = build_mcp_app()
 
@@ -26,4 +28,7 @@ async def application(scope, receive, send):
         return await mcp_app(scope, receive, send)
     if scope["type"] == "http" and scope["path"] == MCP_PATH:
         return await mcp_app(scope, receive, send)
+    tool = tool_of(scope)
+    if tool is not None:  # the agents' hot path, without Django's request machinery
+        return await rest_tool_app(scope, receive, send, tool)
     return await django_app(scope, receive, send)

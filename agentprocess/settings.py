@@ -80,9 +80,12 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # process, so concurrent test runs never share it.
     _db.setdefault("TEST", {})["NAME"] = str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")
 elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
-    _db["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=0)
-    if env.bool("DB_POOL", default=False):
-        _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": env.int("DB_POOL_SIZE", default=8)}
+    # A connection pool (psycopg_pool): opening a connection per request halved throughput, and
+    # persistent connections (CONN_MAX_AGE) leak under ASGI, where requests run on varying threads.
+    _db["CONN_MAX_AGE"] = 0
+    if env.bool("DB_POOL", default=True):
+        _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": env.int("DB_POOL_SIZE", default=8),
+                                                 "timeout": env.float("DB_POOL_TIMEOUT", default=10.0)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

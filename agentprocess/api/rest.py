@@ -17,19 +17,29 @@ from agentprocess.tools import call_tool
 from .auth import UNAUTHENTICATED, authenticate, www_authenticate
 
 
-def _response(envelope: dict) -> JsonResponse:
-    status = 200 if envelope["ok"] else HTTP_STATUS[envelope["error"]["code"]]
-    return JsonResponse(envelope, status=status, json_dumps_params={"ensure_ascii": False})
+NOT_JSON = {"ok": False, "error": {"code": "invalid", "message": "the body is not JSON",
+                                   "issues": ["body: not valid JSON"]}}
 
 
-def unauthenticated(request) -> JsonResponse:
-    response = JsonResponse(UNAUTHENTICATED, status=401)
-    response["WWW-Authenticate"] = www_authenticate("invalid_token" if "Authorization" in request.headers else None,
-                                                    resource_path="/api/v1")  # its RFC 9728 document
-    return response
+def respond(authorization: str | None, tool: str, body: bytes) -> tuple[int, dict, dict[str, str]]:
+    """The whole REST rule set, for both ways in (the ASGI route and the Django view):
+    (HTTP status, envelope, extra headers)."""
+    identity = authenticate(authorization)
+    if identity is None:
+        challenge = www_authenticate("invalid_token" if authorization else None, resource_path="/api/v1")
+        return 401, UNAUTHENTICATED, {"WWW-Authenticate": challenge}
+    try:
+        arguments = json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return HTTP_STATUS["invalid"], NOT_JSON, {}
+    envelope = call_tool(identity, tool, arguments)
+    return (200 if envelope["ok"] else HTTP_STATUS[envelope["error"]["code"]]), envelope, {}
 
 
 class ToolView(APIView):
+    """The Django way in: the test client, WSGI servers, and the OpenAPI schema (drf-spectacular).
+    Under uvicorn the ASGI route in agentprocess.asgi answers first, with the same `respond`."""
+
     # Bearer tokens only: no session cookie is read, so there is nothing for CSRF to protect.
     authentication_classes = []
     permission_classes = []
@@ -37,12 +47,8 @@ class ToolView(APIView):
 
     @extend_schema(exclude=True)  # described per tool by agentprocess.api.openapi.expand_tool_paths
     def post(self, request, tool: str):
-        identity = authenticate(request.headers.get("Authorization"))
-        if identity is None:
-            return unauthenticated(request)
-        try:
-            arguments = json.loads(request._request.body or b"{}")
-        except (ValueError, UnicodeDecodeError):
-            return _response({"ok": False, "error": {"code": "invalid", "message": "the body is not JSON",
-                                                     "issues": ["body: not valid JSON"]}})
-        return _response(call_tool(identity, tool, arguments))
+        status, envelope, headers = respond(request.headers.get("Authorization"), tool, request._request.body)
+        response = JsonResponse(envelope, status=status, json_dumps_params={"ensure_ascii": False})
+        for name, value in headers.items():
+            response[name] = value
+        return response
