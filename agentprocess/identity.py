@@ -1,7 +1,6 @@
 """Who is calling. Every transport resolves an Identity here and nowhere else; `by` in run data
 comes from it, never from arguments."""
 
-import time
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -9,6 +8,7 @@ from django.utils import timezone
 
 from . import sql
 from .models import TOKEN_PREFIX, Agent, ApiToken, Member, Organization, hash_token
+from .organizations import organization_by_id
 
 AGENT = "agent"
 PERSON = "person"
@@ -58,19 +58,6 @@ def person_identity(user, *, human_presence: bool = True) -> Identity | None:
     )
 
 
-_organizations: dict[int, tuple[float, Organization]] = {}
-ORGANIZATION_CACHE_SECONDS = 30.0
-
-
-def _organization(organization_id: int) -> Organization:
-    """The organization with its operators group, cached briefly: read on every request, seldom changed."""
-    cached = _organizations.get(organization_id)
-    if cached is None or cached[0] < time.monotonic():
-        organization = Organization.objects.select_related("operators").get(pk=organization_id)
-        cached = _organizations[organization_id] = (time.monotonic() + ORGANIZATION_CACHE_SECONDS, organization)
-    return cached[1]
-
-
 def _agent_from_api_token(token_hash: str) -> Identity | None | bool:
     """The hot path, one hand-written statement (see agentprocess/sql.py): an agent's token.
     False when the token is valid but belongs to a person."""
@@ -85,7 +72,7 @@ def _agent_from_api_token(token_hash: str) -> Identity | None | bool:
     organization_id, agent_id, name = row
     if agent_id is None:
         return False
-    return Identity(organization=_organization(organization_id), kind=AGENT,
+    return Identity(organization=organization_by_id(organization_id), kind=AGENT,
                     agent=Agent(id=agent_id, organization_id=organization_id, name=name))
 
 

@@ -1,5 +1,7 @@
 """Services for organizations, their groups, people and agents."""
 
+import time
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
@@ -9,6 +11,20 @@ from .models import DEFAULT_ORGANIZATION_SLUG, Agent, ApiToken, Member, Organiza
 
 class OrganizationError(Exception):
     pass
+
+
+_by_id: dict[int, tuple[float, Organization]] = {}
+CACHE_SECONDS = 30.0
+
+
+def organization_by_id(organization_id: int) -> Organization:
+    """The organization with its operators group, cached for 30 s per process: it is needed on every
+    request and by every sweep, and changes seldom."""
+    cached = _by_id.get(organization_id)
+    if cached is None or cached[0] < time.monotonic():
+        organization = Organization.objects.select_related("operators").get(pk=organization_id)
+        cached = _by_id[organization_id] = (time.monotonic() + CACHE_SECONDS, organization)
+    return cached[1]
 
 
 def operators_group_name(slug: str) -> str:

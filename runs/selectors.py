@@ -17,7 +17,8 @@ def _after(cursor: str | None, time_field: str, descending: bool = False) -> Q:
         return Q()
     moment, last_id = paging.decode(cursor, dt.datetime, str)
     op = "lt" if descending else "gt"
-    return Q(**{f"{time_field}__{op}": moment}) | Q(**{time_field: moment, f"id__{op}": last_id})
+    # `>= moment` bounds the index range; the OR alone would make the scan start at the beginning.
+    return Q(**{f"{time_field}__{op}e": moment}) & (Q(**{f"{time_field}__{op}": moment}) | Q(**{f"id__{op}": last_id}))
 
 
 class _RunFacts:
@@ -42,7 +43,8 @@ def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, 
     if cursor:
         moment, last_id = paging.decode(cursor, dt.datetime, int)
         moment = sql.adapt(StepState, "ready_since", moment)
-        conditions.append("(s.ready_since > %s OR (s.ready_since = %s AND s.id > %s))")
+        # The first term bounds the index range; alone the OR would filter from the start of the queue.
+        conditions.append("s.ready_since >= %s AND (s.ready_since > %s OR s.id > %s)")
         params += [moment, moment, last_id]
     params.append(limit + 1)
     rows = list(StepState.objects.raw(

@@ -61,11 +61,11 @@ def _reset_clock():
 @pytest.fixture(autouse=True)
 def _fresh_definitions():
     # Compiled definitions are cached by version id; test databases roll back and reuse ids.
-    from agentprocess import identity
+    from agentprocess import organizations
     from processes import definition
 
     definition._cache.clear()
-    identity._organizations.clear()
+    organizations._by_id.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from agentprocess.models import Organization
+from agentprocess import sql
+from agentprocess.organizations import organization_by_id
 
-from ..models import StepState
+from ..models import Run, StepState
 from .engine import CLAIMED, UNFINISHED, WAITING, RunContext, release_lapsed_lease
 from .notifications import OverdueNotice, overdue_notices, send_overdue_notices
 
@@ -53,36 +54,59 @@ def sweep_leases(now: dt.datetime) -> int:
             )
             for state in lapsed:
                 release_lapsed_lease(state, now)
-            StepState.objects.bulk_update(
-                lapsed, ["state", "handoff", "claimed_by", "lease_expires_at", "progress", "lease_gen"])
+                sql.update_row(StepState, state.pk, {name: getattr(state, name) for name in RELEASED_FIELDS})
         released += len(lapsed)
         if len(lapsed) < BATCH:
             return released
 
 
+RELEASED_FIELDS = ("state", "handoff", "claimed_by", "lease_expires_at", "progress", "lease_gen")
+
+
 def sweep_timers(now: dt.datetime) -> int:
-    """Waits whose time came: `wait` and `wait_until` continue, a `wait_for` times out."""
+    """Waits whose time came: `wait` and `wait_until` continue, a `wait_for` times out.
+    A batch of runs per transaction: locked together (SKIP LOCKED, so a concurrent sweep takes
+    others), their steps loaded in one statement, each run moved on in memory and saved."""
+    fired, seen = 0, set()
+    while True:
+        due = [row for row in StepState.objects.filter(state=WAITING, wake_at__lte=now)
+               .order_by("wake_at").values_list("run_id", "organization_id", "step_id")[:BATCH]
+               if (row[0], row[2]) not in seen]
+        if not due:
+            return fired
+        seen.update((run_id, step_id) for run_id, _, step_id in due)
+        fired += _fire_batch(due, now)
+
+
+def _fire_batch(due: list[tuple[str, int, str]], now: dt.datetime) -> int:
+    steps_by_run: dict[str, list[str]] = {}
+    organization_of: dict[str, int] = {}
+    for run_id, organization_id, step_id in due:
+        steps_by_run.setdefault(run_id, []).append(step_id)
+        organization_of[run_id] = organization_id
     fired = 0
-    due = (
-        StepState.objects.filter(state=WAITING, wake_at__lte=now)
-        .order_by("wake_at")
-        .values_list("run_id", "organization_id", "step_id")
-    )
-    organizations = {}
-    for run_id, organization_id, step_id in list(due[: BATCH * 20]):
-        if organization_id not in organizations:
-            organizations[organization_id] = Organization.objects.select_related("operators").get(pk=organization_id)
-        with transaction.atomic():
-            ctx = RunContext.load(organization=organizations[organization_id], run_id=run_id, now=now,
-                                  skip_locked=True)
-            if ctx is None or ctx.run.is_over:
-                continue  # another sweep holds this run, or it ended meanwhile
-            state = ctx.states.get(step_id)
-            if state is None or state.state != WAITING or state.wake_at is None or state.wake_at > now:
-                continue  # already fired by another sweep, or moved on
-            ctx.wake(step_id)
+    with transaction.atomic():
+        marks = ", ".join(["%s"] * len(steps_by_run))
+        lock = sql.for_update() + (" SKIP LOCKED" if sql.for_update() else "")
+        runs = sql.select(Run, f"id IN ({marks})", list(steps_by_run), suffix=lock)
+        if not runs:
+            return 0
+        states: dict[str, list[StepState]] = {}
+        for state in sql.select(StepState, f"run_id IN ({', '.join(['%s'] * len(runs))})", [r.id for r in runs],
+                                suffix=sql.for_update()):
+            states.setdefault(state.run_id, []).append(state)
+        for run in runs:
+            if run.is_over:
+                continue
+            run.organization = organization_by_id(organization_of[run.id])
+            ctx = RunContext(run, states.get(run.id, []), now)
+            for step_id in steps_by_run[run.id]:
+                state = ctx.states.get(step_id)
+                if state is None or state.state != WAITING or state.wake_at is None or state.wake_at > now:
+                    continue  # fired by another sweep, or moved on meanwhile
+                ctx.wake(step_id)
+                fired += 1
             ctx.save()
-            fired += 1
     return fired
 
 
