@@ -13,7 +13,7 @@ is counted when a submit that started inside the window is accepted. Transports:
 - rest: POST /api/v1/tools/<tool> with the arguments as the body;
 - mcp:  raw JSON-RPC `tools/call` POSTs to /mcp, stateless (no session, no initialize), protocol
         2026-07-28 as the official client negotiates it (`--mcp-era legacy`: 2025-11-25);
-- floor: POST /bench/floor (bench/floor_urls.py), one call per iteration, for bench/limits.py;
+- floor: POST /bench/floor (bench/floor.py), one call per iteration, for bench/limits.py;
 - noop: POST /bench/noop, no authentication and no database.
 """
 

@@ -106,6 +106,9 @@ def setup_django(extra: dict | None = None) -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     os.environ.update(server_env(extra))
+    # The harness itself opens plain connections: a pool would keep sessions on the bench database
+    # open, and PostgreSQL refuses to copy or drop a database that is in use.
+    os.environ["DB_POOL"] = "0"
     import warnings
 
     warnings.filterwarnings("ignore", message="No directory at")  # WhiteNoise: no collectstatic here

@@ -3,14 +3,13 @@ the same PostgreSQL, with the ratios of our figures to them.
 
     .venv/bin/python bench/limits.py [--quick] [--agents 16] [--workers 3] [--duration 15]
 
-One server, `uvicorn agentprocess.asgi:application --workers N` with DJANGO_SETTINGS_MODULE=
-bench.settings (the project's settings and URLs plus bench/floor_urls.py), the same database
-settings as bench/throughput.py. Back to back, with K agent processes (bench/agent.py):
+One server, `uvicorn bench.floor:application --workers N`: the application plus two routes served
+like the REST tools (bench/floor.py), with the same database settings as bench/throughput.py. Back to back, with K agent processes (bench/agent.py):
 
 1. our step cycles: get_work -> claim -> submit over REST (as bench/throughput.py);
 2. the floor: POST /bench/floor, authenticated by the same bearer look-up, then one indexed read and
    one write in a transaction (an idempotency-record look-up and insert);
-3. no-op: POST /bench/noop, no authentication and no database (uvicorn + Django + DRF alone).
+3. no-op: POST /bench/noop, no authentication and no database (uvicorn + the ASGI route + one thread hop).
 
 Target: our step cycles per second ≥ 40% of (floor requests per second ÷ 3), a cycle being three
 calls. Then pgbench into its own database (`<bench db>_pgbench`, created and dropped here):
@@ -84,15 +83,16 @@ def main(argv=None) -> None:
     k = args.agents
     results = common.Results("limits")
     print(common.context_line())
-    print(f"# server: uvicorn agentprocess.asgi:application --workers {args.workers} with bench.settings; {db_env}; "
+    print(f"# server: uvicorn bench.floor:application (the application plus the floor routes) --workers "
+          f"{args.workers}; {db_env}; "
           f"K={k}; {duration:.0f} s measured per phase after {warmup:.0f} s warm-up", flush=True)
     with common.bench_database():
         common.publish("bench-three-steps")
         tokens = throughput.make_agents(k)
         template = throughput.make_template()
         throughput.prestart(template, max(300, int(350 * (duration + warmup + 2) / 3)))
-        server = common.start_server(workers=args.workers, env=common.server_env(db_env, "bench.settings"),
-                                     log_name="limits")
+        server = common.start_server(workers=args.workers, env=common.server_env(db_env), log_name="limits",
+                                     app="bench.floor:application")
         try:
             ours = throughput.run_phase(server, tokens, transport="rest", agents=k, duration=duration,
                                         warmup=warmup, mcp_era="modern")

@@ -301,3 +301,16 @@ def test_two_concurrent_timer_sweeps_fire_each_wait_once(publish, agent):
         view = agent.ok("get_run", runId=run_id)
         assert states(view) == {"pause": "done", "after": "ready", "end": None}
         assert view["data"]["steps"]["pause"]["history"] == []
+
+
+def test_the_lease_sweep_merges_the_progress_into_an_existing_handoff(publish, agent):
+    publish(process("  - id: work\n    agent: Work.\n    output: { n: number }\n  - id: end\n    finish: ok\n"))
+    run_id = start(agent)["run"]["id"]
+    token = agent.ok("claim", runId=run_id, stepId="work")["token"]
+    refused = agent.error("submit", token=token, output={}, summary="first try")
+    agent.ok("renew", token=token, progress="found the number")
+    clock.advance(dt.timedelta(seconds=600))
+    assert sweep(clock.now()).leases == 1
+    state = StepState.objects.get(step_id="work")
+    assert (state.state, state.progress, state.claimed_by) == ("ready", None, None)
+    assert state.handoff == {"issues": refused["issues"], "progress": "found the number"}

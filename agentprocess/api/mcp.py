@@ -15,9 +15,7 @@ from functools import cache
 from urllib.parse import urlsplit
 
 import mcp_types as types
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -31,6 +29,7 @@ from agentprocess.capabilities import PROTOCOL, VERSION, offered_tools
 from agentprocess.identity import Identity
 
 from .auth import UNAUTHENTICATED, authenticate, www_authenticate
+from .threads import run_sync
 
 MCP_PATH = "/mcp"
 IDENTITY_SCOPE_KEY = "agentprocess.identity"
@@ -98,9 +97,8 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     if identity is None:  # unreachable over HTTP (McpEndpoint answers 401 first); refuse rather than guess
         envelope = UNAUTHENTICATED
     else:
-        # Thread-sensitive: runs on the request's own thread (see McpEndpoint), the one that
-        # authenticated, so a request uses one DB connection, released when the request ends.
-        envelope = await sync_to_async(tools.call_tool)(identity, params.name, params.arguments or {})
+        # On a tool thread with its own DB connection, framed like a request (agentprocess.api.threads).
+        envelope = await run_sync(tools.call_tool, identity, params.name, params.arguments or {})
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(envelope, ensure_ascii=False))],
         structured_content=envelope,
@@ -144,13 +142,6 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
-def release_connections() -> None:
-    # What Django's request_finished does. Never inside an atomic block: that would close a
-    # connection someone else (a test's transaction) still uses.
-    if not connection.in_atomic_block:
-        close_old_connections()
-
-
 class McpEndpoint:
     """ASGI app for /mcp: bearer authentication, POST only, then the SDK's Streamable HTTP transport."""
 
@@ -158,18 +149,9 @@ class McpEndpoint:
         self.sessions = sessions
 
     async def __call__(self, scope, receive, send) -> None:
-        # One worker thread per request for every ORM call it makes (as Django's own ASGI handler
-        # does), instead of asgiref's one process-wide thread serializing all requests.
-        async with ThreadSensitiveContext():
-            try:
-                await self.serve(scope, receive, send)
-            finally:
-                await sync_to_async(release_connections)()
-
-    async def serve(self, scope, receive, send) -> None:
         headers = dict(scope["headers"])
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
-        identity = await sync_to_async(authenticate)(authorization)
+        identity = await run_sync(authenticate, authorization)
         if identity is None:
             challenge = www_authenticate("invalid_token" if authorization else None)
             response = JSONResponse(UNAUTHENTICATED, status_code=401, headers={"WWW-Authenticate": challenge})

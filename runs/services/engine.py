@@ -56,17 +56,6 @@ def effective_handoff(state: StepState, now: dt.datetime) -> dict | None:
     return handoff or None
 
 
-def release_lapsed_lease(state: StepState, now: dt.datetime) -> None:
-    """Turn a lapsed claim back into a ready step, keeping its progress for the next claimant."""
-    handoff = effective_handoff(state, now)
-    state.state = READY
-    state.handoff = handoff
-    state.claimed_by = None
-    state.lease_expires_at = None
-    state.progress = None
-    state.lease_gen += 1
-
-
 class RunContext:
     def __init__(self, run: Run, states: list[StepState], now: dt.datetime | None = None):
         self.run = run

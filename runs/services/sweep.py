@@ -7,13 +7,13 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from agentprocess import sql
 from agentprocess.organizations import organization_by_id
 
 from ..models import Run, StepState
-from .engine import CLAIMED, UNFINISHED, WAITING, RunContext, release_lapsed_lease
+from .engine import UNFINISHED, WAITING, RunContext
 from .notifications import OverdueNotice, overdue_notices, send_overdue_notices
 
 log = logging.getLogger(__name__)
@@ -42,25 +42,33 @@ def sweep(now: dt.datetime) -> SweepReport:
 
 
 def sweep_leases(now: dt.datetime) -> int:
-    """Lapsed claims go back to `ready`, keeping the last progress note for the next claimant.
-    (Every call already treats a lapsed claim as ready; this makes the stored state say so.)"""
+    """Lapsed claims go back to `ready`, keeping the last progress note for the next claimant's
+    handoff — what engine.effective_handoff shows for a lapsed claim before any sweep (every call
+    already treats it as ready; this makes the stored state say so). One set-based UPDATE per batch,
+    rows taken with SKIP LOCKED so a second sweep takes others."""
+    table = sql.table(StepState)
+    if connection.vendor == "postgresql":
+        with_progress = "COALESCE(handoff, '{}'::jsonb) || jsonb_build_object('progress', progress)"
+        pick = f"SELECT id FROM {table} WHERE state = 'claimed' AND lease_expires_at <= %s " \
+               "ORDER BY lease_expires_at LIMIT %s FOR UPDATE SKIP LOCKED"
+    else:  # SQLite: writers are serialized by IMMEDIATE transactions
+        with_progress = "json_set(COALESCE(handoff, '{}'), '$.progress', progress)"
+        pick = f"SELECT id FROM {table} WHERE state = 'claimed' AND lease_expires_at <= %s " \
+               "ORDER BY lease_expires_at LIMIT %s"
+    statement = (
+        f"UPDATE {table} SET state = 'ready', "
+        f"handoff = CASE WHEN progress IS NULL OR progress = '' THEN handoff ELSE {with_progress} END, "
+        "claimed_by = NULL, lease_expires_at = NULL, progress = NULL, lease_gen = lease_gen + 1 "
+        f"WHERE id IN ({pick})"
+    )
     released = 0
     while True:
-        with transaction.atomic():
-            lapsed = list(
-                StepState.objects.select_for_update(skip_locked=True)
-                .filter(state=CLAIMED, lease_expires_at__lte=now)
-                .order_by("lease_expires_at")[:BATCH]
-            )
-            for state in lapsed:
-                release_lapsed_lease(state, now)
-                sql.update_row(StepState, state.pk, {name: getattr(state, name) for name in RELEASED_FIELDS})
-        released += len(lapsed)
-        if len(lapsed) < BATCH:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(statement, [sql.adapt(StepState, "lease_expires_at", now), BATCH])
+            count = cursor.rowcount
+        released += count
+        if count < BATCH:
             return released
-
-
-RELEASED_FIELDS = ("state", "handoff", "claimed_by", "lease_expires_at", "progress", "lease_gen")
 
 
 def sweep_timers(now: dt.datetime) -> int:
