@@ -11,14 +11,15 @@ body read, one hop to a tool thread, JSON out).
 import json
 import uuid
 
-from django.db import transaction
+from agentprocess.asgi import application as project_application  # first: it sets Django up
 
-from agentprocess import clock, sql
-from agentprocess.api.auth import UNAUTHENTICATED, authenticate
-from agentprocess.api.rest_asgi import _send_json
-from agentprocess.api.threads import run_sync
-from agentprocess.asgi import application as project_application
-from runs.models import IdempotencyRecord
+from django.db import transaction  # noqa: E402
+
+from agentprocess import clock, sql  # noqa: E402
+from agentprocess.api.auth import UNAUTHENTICATED, authenticate  # noqa: E402
+from agentprocess.api.rest_asgi import send_json  # noqa: E402
+from agentprocess.api.threads import run_sync  # noqa: E402
+from runs.models import IdempotencyRecord  # noqa: E402
 
 
 def floor(authorization: str | None, body: bytes) -> tuple[int, dict]:
@@ -55,4 +56,4 @@ async def application(scope, receive, send):
             break
     authorization = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
     status, envelope = await run_sync(handler, authorization, body)
-    await _send_json(send, status, envelope, {})
+    await send_json(send, status, envelope, {})

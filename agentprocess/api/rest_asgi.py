@@ -23,7 +23,7 @@ def tool_of(scope) -> str | None:
     return match.group(1) if match else None
 
 
-async def _send_json(send, status: int, envelope: dict, headers: dict[str, str]) -> None:
+async def send_json(send, status: int, envelope: dict, headers: dict[str, str]) -> None:
     body = json.dumps(envelope, ensure_ascii=False).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
@@ -45,7 +45,7 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            await _send_json(send, 413, TOO_LARGE, {})
+            await send_json(send, 413, TOO_LARGE, {})
             return
         chunks.append(chunk)
         if not message.get("more_body"):
@@ -53,4 +53,4 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
     authorization = next((value.decode("latin-1") for name, value in scope["headers"]
                           if name == b"authorization"), None)
     status, envelope, headers = await run_sync(respond, authorization, tool, b"".join(chunks))
-    await _send_json(send, status, envelope, headers)
+    await send_json(send, status, envelope, headers)
