@@ -7,7 +7,12 @@ themselves (get_db_prep_save), so JSON, datetimes and booleans go to SQLite and 
 way the ORM would send them. Everything else stays on the ORM.
 """
 
+import contextlib
+import threading
+
 from django.db import connection
+
+_pending = threading.local()
 
 
 def table(model) -> str:
@@ -47,9 +52,28 @@ def update_row(model, pk, changes: dict, *, where: dict | None = None) -> int:
     for name, value in (where or {}).items():
         conditions.append(f"{column(model, name)} = %s")
         params.append(adapt(model, name, value))
+    statement = f"UPDATE {table(model)} SET {sets} WHERE {' AND '.join(conditions)}"
+    batch = getattr(_pending, "batch", None)
+    if batch is not None and not where:
+        batch.setdefault(statement, []).append(params)
+        return 1
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table(model)} SET {sets} WHERE {' AND '.join(conditions)}", params)
+        cursor.execute(statement, params)
         return cursor.rowcount
+
+
+@contextlib.contextmanager
+def batched_updates():
+    """Unconditional update_row calls inside are collected and sent at the end, each statement shape
+    once with executemany (psycopg pipelines them: one round trip instead of one per row)."""
+    _pending.batch = {}
+    try:
+        yield
+        with connection.cursor() as cursor:
+            for statement, params in _pending.batch.items():
+                cursor.executemany(statement, params)
+    finally:
+        _pending.batch = None
 
 
 def insert_row(model, values: dict) -> None:

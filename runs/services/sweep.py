@@ -93,7 +93,7 @@ def _fire_batch(due: list[tuple[str, int, str]], now: dt.datetime) -> int:
         steps_by_run.setdefault(run_id, []).append(step_id)
         organization_of[run_id] = organization_id
     fired = 0
-    with transaction.atomic():
+    with transaction.atomic(), sql.batched_updates():
         marks = ", ".join(["%s"] * len(steps_by_run))
         lock = sql.for_update() + (" SKIP LOCKED" if sql.for_update() else "")
         runs = sql.select(Run, f"id IN ({marks})", list(steps_by_run), suffix=lock)
