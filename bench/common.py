@@ -33,8 +33,8 @@ DB_NAME = os.environ.get("BENCH_DB", "agentprocess_bench")
 
 # The server set-up the throughput and floor benchmarks use (flags override; see README "Benchmarks").
 DEFAULT_WORKERS = int(os.environ.get("BENCH_WORKERS", "3"))
-POOL_ENV = {"DB_POOL": "1", "DB_POOL_SIZE": os.environ.get("BENCH_DB_POOL_SIZE", "4"), "DB_CONN_MAX_AGE": "0"}
-NO_POOL_ENV = {"DB_POOL": "0", "DB_CONN_MAX_AGE": "0"}
+POOL_ENV = {"DB_POOL": "1", "DB_POOL_SIZE": os.environ.get("BENCH_DB_POOL_SIZE", "4")}
+NO_POOL_ENV = {"DB_POOL": "0"}
 # Tools the bench needs beyond requirements.txt (bench/requirements.txt), installed here rather than
 # into .venv so the project's environment stays exactly what requirements.txt makes it.
 BENCH_SITE = ROOT / "var" / "bench-site"
@@ -494,12 +494,9 @@ def ensure_bench_requirements() -> bool:
 
 
 def default_db_env() -> dict:
-    """The server's database settings: Django's connection pool (DB_POOL=1) when psycopg_pool is
-    importable (bench/requirements.txt puts it in var/bench-site), else a connection per request."""
-    if ensure_bench_requirements() and (BENCH_SITE / "psycopg_pool").is_dir():
-        return dict(POOL_ENV)
-    print("# psycopg_pool is not available: the servers run with DB_POOL=0 (a connection per request)", flush=True)
-    return dict(NO_POOL_ENV)
+    """The server's database settings: Django's connection pool (DB_POOL=1, the application's
+    default; psycopg_pool comes with requirements.txt)."""
+    return dict(POOL_ENV)
 
 
 def py_spy() -> str | None:

@@ -2,7 +2,7 @@
 against the production set-up, over REST and over MCP.
 
     .venv/bin/python bench/throughput.py [--quick] [--agents 1,4,16] [--transports rest,mcp]
-        [--workers 3] [--duration 15] [--db-env DB_POOL=0,DB_CONN_MAX_AGE=0] [--profile]
+        [--workers 3] [--duration 15] [--db-env DB_POOL=0] [--profile]
 
 Server: `uvicorn agentprocess.asgi:application --workers N` on the bench database, DEBUG off, the
 access log off. Each agent loops get_work -> claim -> submit (bench/agent.py) with its own agent
@@ -170,7 +170,7 @@ def main(argv=None) -> None:
     parser.add_argument("--duration", type=float, help="measured seconds per phase (default 15, quick 6)")
     parser.add_argument("--warmup", type=float, help="unmeasured seconds per phase (default 3, quick 2)")
     parser.add_argument("--db-env", help="server database settings (default DB_POOL=1,DB_POOL_SIZE=4,"
-                                          "DB_CONN_MAX_AGE=0), e.g. DB_POOL=0 for a connection per request")
+                                          "), e.g. DB_POOL=0 for a connection per request")
     parser.add_argument("--mcp-era", choices=["modern", "legacy"], default="modern")
     parser.add_argument("--profile", action="store_true",
                         help="py-spy the web workers in the phases with the most agents (var/bench-profile-*)")
