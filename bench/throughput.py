@@ -169,8 +169,8 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=common.DEFAULT_WORKERS)
     parser.add_argument("--duration", type=float, help="measured seconds per phase (default 15, quick 6)")
     parser.add_argument("--warmup", type=float, help="unmeasured seconds per phase (default 3, quick 2)")
-    parser.add_argument("--db-env", help="server database settings (default DB_POOL=1,DB_POOL_SIZE=4,"
-                                          "), e.g. DB_POOL=0 for a connection per request")
+    parser.add_argument("--db-env", help="server database settings (default DB_POOL=1,DB_POOL_SIZE=4), "
+                                          "e.g. DB_POOL=0 for a connection per request")
     parser.add_argument("--mcp-era", choices=["modern", "legacy"], default="modern")
     parser.add_argument("--profile", action="store_true",
                         help="py-spy the web workers in the phases with the most agents (var/bench-profile-*)")
