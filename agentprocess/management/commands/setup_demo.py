@@ -52,7 +52,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  {email:<24} {roles:<32} API token: {token}")
         _agent, token = create_agent(organization, "demo-agent")
         self.stdout.write(f"\nDemo agent a_demo-agent, bearer token:\n  {token}\n")
-        self.stdout.write("Admin: http://127.0.0.1:8000/admin/ (admin@example.com)  Inbox: http://127.0.0.1:8000/\n")
+        base = settings.PUBLIC_BASE_URL
+        self.stdout.write(f"Admin: {base}/admin/ (admin@example.com)  Inbox: {base}/  MCP: {base}/mcp\n")
 
     def _publish_if_changed(self, organization, folder: Path):
         source = (folder / "PROCESS.md").read_text()
