@@ -25,7 +25,10 @@ def fingerprint(tool: str, caller: str, arguments: dict) -> str:
 
 
 def _stored(identity, request_id: str) -> IdempotencyRecord | None:
-    return IdempotencyRecord.objects.filter(organization=identity.organization, request_id=request_id).first()
+    # Hand-written (agentprocess/sql.py): every refused claim in a race comes through here.
+    found = sql.select(IdempotencyRecord, "organization_id = %s AND request_id = %s",
+                       [identity.organization.id, request_id])
+    return found[0] if found else None
 
 
 def _replay(record: IdempotencyRecord, print_: str) -> dict:
