@@ -5,7 +5,7 @@ from processes.definition import Definition, definition_for
 
 from .models import Run, StepState, WorkItem
 from .services import rundata
-from .services.decisions import DECISIONS, decisions_for  # noqa: F401 - DECISIONS re-exported for the inbox
+from .services.decisions import decisions_for
 from .services.engine import effective_handoff, visible_state
 
 NEW_REQUEST_ID = "<new UUID>"

@@ -31,7 +31,7 @@ from runs.selectors import is_assigned
 from processes.models import ProcessVersion
 from processes.rendering import render_markdown
 from runs.models import WorkItemState
-from runs.presenters import DECISIONS
+from runs.presenters import decisions_for
 
 from . import presenting, selectors
 from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, parse_number, read_widgets
@@ -164,7 +164,7 @@ def _form_for(item) -> DecisionForm:
     # The step's requirements exactly as work items give them (output, evidence, next), and the
     # decisions this kind of item accepts.
     requirements = definition_for(item.run.version_id).step(item.step_id).requirements
-    return DecisionForm(requirements=requirements, decisions=DECISIONS[item.kind])
+    return DecisionForm(requirements=requirements, decisions=decisions_for(item))
 
 
 def _render_item(request, identity, item, view, form, *, banner=None, request_id=None, status=200):
