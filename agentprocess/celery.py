@@ -15,6 +15,6 @@ app.autodiscover_tasks()
 def _broker_folders(sender, **kwargs):
     # The embedded broker (no REDIS_URL) is a pair of folders; they must exist before a worker starts.
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             os.makedirs(options[key], exist_ok=True)
