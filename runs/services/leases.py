@@ -46,10 +46,10 @@ def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
     """The step's state with what a claim needs of its run, in one statement (the caller's
     organization only)."""
     extra = ", ".join(f"r.{sql.column(Run, name)} AS run_{name}" for name in RUN_COLUMNS)
-    states = list(StepState.objects.raw(
-        f"SELECT s.*, {extra} FROM {sql.table(StepState)} s JOIN {sql.table(Run)} r ON r.id = s.run_id "
+    states = sql.fetch(
+        StepState, f"SELECT s.*, {extra} FROM {sql.table(StepState)} s JOIN {sql.table(Run)} r ON r.id = s.run_id "
         "WHERE s.run_id = %s AND s.step_id = %s AND r.organization_id = %s",
-        [run_id, step_id, identity.organization.id]))
+        [run_id, step_id, identity.organization.id])
     if not states:
         if not Run.objects.filter(pk=run_id, organization=identity.organization).exists():
             raise not_found(f"no run {run_id} in this organization")
