@@ -5,7 +5,7 @@
 A cycle is get_work -> claim -> submit on bench/processes/bench-three-steps, each call through the
 REST rule set in process (`agentprocess.api.rest.respond`: authentication, JSON, the tool layer),
 so the figure leaves out only HTTP and the load generators. CPU is this process's own time
-(time.process_time) over `--rounds` rounds of `--cycles` cycles; the smallest round is the figure,
+(time.process_time), and PostgreSQL's (every postgres process, from /proc), over `--rounds` rounds of `--cycles` cycles; the smallest round is the figure,
 since anything else on the machine (other sessions, PostgreSQL's own work) only adds to it. It moves
 less from run to run than cycles per second over HTTP, so it is the figure to compare before and
 after a change to the hot path (taking the runs side by side: a shared host still shifts it). Also
@@ -42,7 +42,7 @@ def main(argv=None) -> None:
         from bench.throughput import make_agents, make_template, prestart
 
         common.publish("bench-three-steps")
-        authorization = f"Bearer {make_agents(1)[0]}"
+        authorization, rival = (f"Bearer {token}" for token in make_agents(2))
         template = make_template()
         warm = 30
         prestart(template, (warm + cycles * rounds) // 3 + 10)
@@ -75,18 +75,29 @@ def main(argv=None) -> None:
 
         for _ in range(warm):
             cycle()
-        per_round = []
+        per_round, pg_per_round = [], []
         for _ in range(rounds):
+            pg_before = common.cpu_sample([]).postgres
             started = time.process_time()
             for _ in range(cycles):
                 cycle()
             per_round.append(1000 * (time.process_time() - started) / cycles)
+            pg_per_round.append(1000 * (common.cpu_sample([]).postgres - pg_before) / cycles)
         # The statements of a step in the middle of a run (the first of a fresh run, moving to the
         # second), as tests/test_statement_budget.py pins them.
         run_id = call("start_run", {"process": "bench-three-steps", "inputs": {"reference": "counted", "amount": 1},
                                     "requestId": str(uuid.uuid4())})["run"]["id"]
         listed: dict = {}
         cycle({"runId": run_id, "stepId": "gather"}, listed)
+        # A claim lost to another agent (at K=16 about one per cycle): what a refusal costs.
+        mine = call("claim", {"runId": run_id, "stepId": "check", "requestId": str(uuid.uuid4())})
+        with CaptureQueriesContext(connection) as captured:
+            status, lost, _headers = respond(rival, "claim", json.dumps(
+                {"runId": run_id, "stepId": "check", "requestId": str(uuid.uuid4())}).encode())
+        if lost.get("error", {}).get("issues") != ["claimed_by_other"]:
+            raise SystemExit(f"the rival's claim was not refused as claimed_by_other: {status} {lost}")
+        listed["lost claim"] = [q["sql"] for q in captured.captured_queries]
+        del mine
         if args.verbose:
             for tool, texts in listed.items():
                 print(f"# {tool}:\n" + "\n".join(f"  {text[:150]}" for text in texts))
@@ -97,15 +108,21 @@ def main(argv=None) -> None:
     trips = {tool: sum(1 for text in texts if not text.startswith(control[:2])) for tool, texts in listed.items()}
 
     best, median = min(per_round), sorted(per_round)[len(per_round) // 2]
+    pg_best, pg_median = min(pg_per_round), sorted(pg_per_round)[len(pg_per_round) // 2]
     print(f"CPU per cycle in process: min {best:.2f} ms, median {median:.2f} ms over {rounds} rounds of "
-          f"{cycles}; statements {counted}, with BEGIN and COMMIT {trips}", flush=True)
+          f"{cycles}; PostgreSQL min {pg_best:.2f} ms, median {pg_median:.2f} ms; statements {counted}, with BEGIN and COMMIT {trips}", flush=True)
     results.add("server CPU per step cycle (in process)", round(best, 2), "ms",
                 note=f"median {median:.2f} ms; {rounds} rounds of {cycles} cycles; no HTTP")
+    results.add("round trips of a claim lost to another agent", trips["lost claim"], "",
+                note="the token look-up included; " + ", ".join(text.split()[0] for text in listed["lost claim"]))
+    results.add("PostgreSQL CPU per step cycle", round(pg_best, 2), "ms",
+                note=f"median {pg_median:.2f} ms; every postgres process on the machine, in the same rounds")
     claim_submit = counted["claim"] + counted["submit"]
     results.add("SQL statements per claim + submit", claim_submit, "", "≤ 12", claim_submit <= 12,
                 note=f"the bearer-token look-up of each call included; {trips['claim'] + trips['submit']} round trips "
                      f"with BEGIN and COMMIT; get_work {counted['get_work']}")
-    results.details = {"cpu_ms_per_round": [round(v, 3) for v in per_round], "statements": listed}
+    results.details = {"cpu_ms_per_round": [round(v, 3) for v in per_round],
+                       "postgres_cpu_ms_per_round": [round(v, 3) for v in pg_per_round], "statements": listed}
     common.finish(results, args.json)
 
 

@@ -2,13 +2,19 @@ from agentprocess.clock import iso
 from processes.definition import definition_for
 from runs.presenters import data_view
 from runs.services.leases import claim as take
+from runs.services.leases import claimable
 
 from .registry import tool
 
 
-@tool("claim", write=True, description="Claim a ready agent step under a lease: token, expiry, step, handoff, body, run data.")
-def claim(identity, arguments, now) -> dict:
-    lease = take(identity=identity, run_id=arguments["runId"], step_id=arguments["stepId"], now=now)
+def _read_step(identity, arguments, now):
+    return claimable(identity=identity, run_id=arguments["runId"], step_id=arguments["stepId"], now=now)
+
+
+@tool("claim", write=True, prepare=_read_step,
+      description="Claim a ready agent step under a lease: token, expiry, step, handoff, body, run data.")
+def claim(identity, arguments, now, prepared=None) -> dict:
+    lease = take(identity=identity, run_id=arguments["runId"], step_id=arguments["stepId"], now=now, found=prepared)
     run = lease.state.run
     step = definition_for(run.version_id).step(lease.state.step_id)
     return {

@@ -1,6 +1,8 @@
 """One idempotency mechanism for every write (spec §4).
 
-The record is written in the same transaction as the write. The happy path costs one INSERT:
+The record is written in the same transaction as the write. A tool's `prepare` step runs before
+that transaction opens (reads that may refuse the call, slow work such as asking the check
+evaluator), under the same replay rules. The happy path costs one INSERT:
 the record is not looked up first; when the insert collides (a replay) or the action fails,
 the transaction is rolled back and the stored record decides the answer. A failed call is never
 recorded, so a retry with the same requestId can succeed.
@@ -38,7 +40,8 @@ def _replay(record: IdempotencyRecord, print_: str) -> dict:
     return record.result
 
 
-def run_write(*, identity, tool: str, arguments: dict, now, action, lookup_first: bool = False) -> dict:
+def run_write(*, identity, tool: str, arguments: dict, now, action, prepare=None, lookup_first: bool = False) -> dict:
+    """`action(prepared)` in one transaction with the record; `prepared` is what `prepare()` returned."""
     request_id = arguments["requestId"]
     print_ = fingerprint(tool, identity.ref, arguments)
     if lookup_first:
@@ -46,8 +49,9 @@ def run_write(*, identity, tool: str, arguments: dict, now, action, lookup_first
         if record is not None:
             return _replay(record, print_)
     try:
+        prepared = prepare() if prepare is not None else None
         with transaction.atomic():
-            data = action()
+            data = action(prepared)
             sql.insert_row(IdempotencyRecord, {
                 "organization": identity.organization.id, "request_id": request_id, "tool": tool,
                 "caller": identity.ref, "arguments_hash": print_, "result": data, "created_at": now,

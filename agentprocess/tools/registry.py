@@ -32,8 +32,9 @@ class Tool:
     write: bool
     description: str
     lookup_first: bool = False
-    # Work done before the write's transaction (e.g. asking the check evaluator); its result is
-    # passed to the handler as `prepared`.
+    # Work done before the write's transaction (a read that may refuse the call, asking the check
+    # evaluator); its result is passed to the handler as `prepared`. A refusal it raises is answered
+    # like the write's own (a stored result for a replayed requestId wins).
     prepare: Callable[[Identity, dict, object], object] | None = None
 
     @property
@@ -148,10 +149,11 @@ def call_tool(identity: Identity, name: str, arguments) -> dict:
         if issues:
             raise invalid(f"the arguments do not match the {name} schema", issues)
         now = clock.now()
-        extra = {"prepared": found.prepare(identity, arguments, now)} if found.prepare else {}
         if found.write:
-            data = run_write(identity=identity, tool=name, arguments=arguments, now=now,
-                             action=lambda: found.handler(identity, arguments, now, **extra),
+            prepare = (lambda: found.prepare(identity, arguments, now)) if found.prepare else None
+            data = run_write(identity=identity, tool=name, arguments=arguments, now=now, prepare=prepare,
+                             action=lambda prepared: found.handler(
+                                 identity, arguments, now, **({"prepared": prepared} if prepare else {})),
                              lookup_first=found.lookup_first)
         else:
             data = found.handler(identity, arguments, now)

@@ -60,22 +60,33 @@ def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
     return state
 
 
-def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) -> Lease:
-    """Take the step under a fresh lease. Optimistic: the UPDATE only lands if nobody moved first."""
+def claimable(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) -> StepState:
+    """The step as a claim finds it, refused in the spec's order when it cannot be claimed. A plain
+    read: the claim's UPDATE re-checks that nothing moved, so it is done before the write's
+    transaction opens, and a lost race costs no BEGIN and ROLLBACK."""
+    state = _load_step(identity, run_id, step_id)
+    if state.run.is_over:
+        raise run_ended()  # spec §3.5: checked before anything else
+    if not identity.is_agent:
+        raise forbidden("claim is for agent identities; people decide their work items")
+    if state.kind != "agent":
+        raise forbidden(f"{step_id} is a {state.kind} step; only agent steps are claimed")
+    if state.state == CLAIMED and not lapsed(state, now):
+        if state.claimed_by == identity.ref:
+            raise conflict(CLAIMED_BY_YOU, "you already hold a live claim on this step")
+        raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
+    if state.state not in (READY, CLAIMED):
+        raise conflict(NOT_READY, f"{step_id} is not ready")
+    return state
+
+
+def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime,
+          found: StepState | None = None) -> Lease:
+    """Take the step under a fresh lease. Optimistic: the UPDATE only lands if nobody moved since
+    the step was read (`found`, from `claimable`, or read here); otherwise it is read again."""
+    state = found
     for _attempt in range(3):
-        state = _load_step(identity, run_id, step_id)
-        if state.run.is_over:
-            raise run_ended()  # spec §3.5: checked before anything else
-        if not identity.is_agent:
-            raise forbidden("claim is for agent identities; people decide their work items")
-        if state.kind != "agent":
-            raise forbidden(f"{step_id} is a {state.kind} step; only agent steps are claimed")
-        if state.state == CLAIMED and not lapsed(state, now):
-            if state.claimed_by == identity.ref:
-                raise conflict(CLAIMED_BY_YOU, "you already hold a live claim on this step")
-            raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
-        if state.state not in (READY, CLAIMED):
-            raise conflict(NOT_READY, f"{step_id} is not ready")
+        state = state or claimable(identity=identity, run_id=run_id, step_id=step_id, now=now)
         handoff = effective_handoff(state, now)
         generation = state.lease_gen + 1
         expires_at = now + _lease_seconds()
@@ -92,6 +103,7 @@ def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime) ->
                                  generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now,
                                  checked=_has_check(state))
             return Lease(token=token, expires_at=expires_at, state=state)
+        state = None
     raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
 
 
