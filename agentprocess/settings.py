@@ -86,6 +86,12 @@ elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
     if env.bool("DB_POOL", default=True):
         _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": env.int("DB_POOL_SIZE", default=8),
                                                  "timeout": env.float("DB_POOL_TIMEOUT", default=10.0)}
+    # Server-side binding with psycopg's prepared statements (a statement text run 5 times on a
+    # connection is prepared there): PostgreSQL then skips parsing and planning the hot path's
+    # statements, about half its CPU per agent cycle (bench/cycle_cost.py). Off behind a pooler
+    # that cannot keep them (PgBouncer in transaction mode before max_prepared_statements).
+    if env.bool("DB_PREPARED_STATEMENTS", default=True):
+        _db.setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

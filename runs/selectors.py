@@ -46,12 +46,11 @@ def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, 
         # The first term bounds the index range; alone the OR would filter from the start of the queue.
         conditions.append("s.ready_since >= %s AND (s.ready_since > %s OR s.id > %s)")
         params += [moment, moment, last_id]
-    params.append(limit + 1)
     rows = sql.fetch(
         StepState, "SELECT s.id, s.run_id, s.step_id, s.state, s.ready_since, s.due_at, s.handoff, s.progress, "
         "s.lease_expires_at, r.mode AS run_mode, r.process_name AS run_process, r.version_number AS run_version "
         f"FROM {sql.table(StepState)} s JOIN {sql.table(Run)} r ON r.id = s.run_id "
-        f"WHERE {' AND '.join(conditions)} ORDER BY s.ready_since, s.id LIMIT %s", params)
+        f"WHERE {' AND '.join(conditions)} ORDER BY s.ready_since, s.id LIMIT {int(limit) + 1}", params)
     next_cursor = paging.encode(rows[limit - 1].ready_since, rows[limit - 1].id) if len(rows) > limit else None
     return [(row, _RunFacts(row.run_id, row.run_mode, row.run_process, row.run_version)) for row in rows[:limit]], \
         next_cursor
