@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agentprocess import clock
 from runs.models import Run, StepState, WorkItem
+from tests.support.processes import PARALLEL_REVIEW
 from tests.support.spec import CORE_FIXTURES, EXAMPLES, FIXTURES, PROFILE_FIXTURES, spec_present
 from tests.test_check_profile import Q1 as CHECK_Q1
 from tests.test_check_profile import evaluator, screening, vendor_check  # noqa: F401 - fixtures
@@ -97,33 +98,6 @@ Look at **everything**.
 """
 
 
-PARALLEL_REVIEW = """---
-name: parallel-review
-description: An agent screens the vendor while finance approves, at the same time.
-inputs:
-  vendorName: string
-steps:
-  - id: both
-    parallel: [screen, approve]
-    next: done
-  - id: screen
-    agent: Screen the vendor against the sanctions lists.
-    output:
-      cleared: boolean
-      findings: string
-    next: join
-  - id: approve
-    person: finance-approver
-    approve: Approve the vendor.
-    next: join
-  - id: done
-    finish: onboarded
----
-
-# Parallel review
-"""
-
-
 # ---------------------------------------------------------------- fixtures and helpers
 
 
@@ -181,7 +155,6 @@ def hidden(html: str) -> dict:
         if match:
             fields[name] = match.group(1).replace("&quot;", '"').replace("&amp;", "&")
     return fields
-
 
 
 class _FormValues(HTMLParser):

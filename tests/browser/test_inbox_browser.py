@@ -9,6 +9,7 @@ import pytest
 
 from agentprocess import clock
 from runs.models import Run, StepState, WorkItem
+from tests.support.processes import PARALLEL_REVIEW
 
 from .conftest import PASSWORD, sign_in
 
@@ -70,33 +71,6 @@ steps:
 # Vendor review
 
 Look at **everything**.
-"""
-
-
-PARALLEL_REVIEW = """---
-name: parallel-review
-description: An agent screens the vendor while finance approves, at the same time.
-inputs:
-  vendorName: string
-steps:
-  - id: both
-    parallel: [screen, approve]
-    next: done
-  - id: screen
-    agent: Screen the vendor against the sanctions lists.
-    output:
-      cleared: boolean
-      findings: string
-    next: join
-  - id: approve
-    person: finance-approver
-    approve: Approve the vendor.
-    next: join
-  - id: done
-    finish: onboarded
----
-
-# Parallel review
 """
 
 
