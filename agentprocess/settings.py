@@ -134,6 +134,9 @@ MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
 FILE_URL_SECONDS = env.int("FILE_URL_SECONDS", default=3600)
 # Tools switched off on this server; publishing refuses processes that need them (spec §4.2).
 DISABLED_TOOLS = env.list("DISABLED_TOOLS", default=[])
+# MCP: answer a plain 2026-07-28 tools/call without the SDK's per-request dispatch (agentprocess/api/mcp.py);
+# off sends every request through the SDK.
+MCP_DIRECT_TOOL_CALLS = env.bool("MCP_DIRECT_TOOL_CALLS", default=True)
 # Profiles switched off; publishing refuses processes using them (spec §8).
 DISABLED_PROFILES = env.list("DISABLED_PROFILES", default=[])
 # A base64 upload of MAX_UPLOAD_BYTES plus the JSON around it must fit in one request body.

@@ -223,3 +223,67 @@ def test_an_upload_above_the_sdk_default_body_limit_is_accepted(live_server_url,
 
     uploaded = anyio.run(upload)
     assert (uploaded["bytes"], uploaded["sha256"]) == (len(content), hashlib.sha256(content).hexdigest())
+
+
+@pytest.fixture(scope="module")
+def sdk_only_server(django_db_setup, tmp_path_factory):
+    """A second server on the same database, answering every MCP request through the SDK."""
+    from django.db import connection
+
+    from tests.support.live import database_url, start_live_server
+
+    with start_live_server(database_url(connection.settings_dict), tmp_path_factory.mktemp("sdk-only"),
+                           env={"MCP_DIRECT_TOOL_CALLS": "0"}) as server:
+        yield server
+
+
+def modern_call(base_url: str, token: str, tool: str, arguments, *, request_id=7, headers=None):
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments,
+                       "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                                 "io.modelcontextprotocol/clientCapabilities": {}}}}
+    sent = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/call", "Mcp-Name": tool, **(headers or {})}
+    response = httpx2.post(f"{base_url}/mcp", headers=sent, json=body, timeout=10)
+    is_json = (response.headers.get("content-type") or "").startswith("application/json")
+    return response.status_code, response.headers.get("content-type"), response.headers.get("www-authenticate"), \
+        response.json() if is_json else response.text
+
+
+def test_a_direct_tools_call_answers_exactly_as_the_sdk_does(live_server_url, sdk_only_server, publish, agent):
+    """agentprocess/api/mcp.py answers a plain 2026-07-28 tools/call without the SDK's dispatch; the
+    reply must be the one the SDK writes (DESIGN.md: the envelope as structuredContent and as JSON text),
+    and everything unusual must still get the SDK's answer."""
+    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+    agent.ok("start_run", process="supplier-onboarding", inputs={"vendorName": "Acme", "amount": 48000})
+    cases = [
+        ("describe", {}, {}),
+        ("get_work", {"limit": 5}, {}),
+        ("claim", {"runId": "r_missing", "stepId": "x", "requestId": new_request_id()}, {}),   # not_found
+        ("get_work", {"limit": "five"}, {}),                                                       # invalid
+        ("no_such_tool", {}, {}),
+        ("describe", {}, {"Mcp-Name": "get_work"}),          # header mismatch: the SDK's rejection
+        ("describe", {}, {"Host": "evil.example"}),          # DNS-rebinding protection: 421
+        ("describe", {}, {"Accept": "text/html"}),           # 406
+    ]
+    for tool, arguments, headers in cases:
+        direct = modern_call(live_server_url, agent.token, tool, arguments, headers=headers)
+        through_sdk = modern_call(sdk_only_server.url, agent.token, tool, arguments, headers=headers) \
+            if headers.get("Accept") != "text/html" else None
+        if through_sdk is not None:
+            assert direct == through_sdk, (tool, headers)
+        else:
+            assert direct[0] == 406
+    assert modern_call(live_server_url, agent.token, "describe", {}, request_id="req-1")[3]["id"] == "req-1"
+    # A body over the server's limit is read only so far, then handed to the SDK, which refuses it.
+    too_big = {"fileName": "a", "contentType": "text/plain", "contentBase64": "A" * (14 * 1024 * 1024),
+               "requestId": new_request_id()}
+    answers = [modern_call(url, agent.token, "upload", too_big) for url in (live_server_url, sdk_only_server.url)]
+    assert answers[0] == answers[1] and answers[0][0] == 413, answers[0][:3]
+    refused = [modern_call(url, "apt_not-a-token", "describe", {}) for url in (live_server_url, sdk_only_server.url)]
+    assert refused[0][0] == refused[1][0] == 401 and refused[0][3] == refused[1][3]
+    # The challenge names each server's own metadata URL; otherwise the same.
+    assert refused[0][2].replace(live_server_url, "") == refused[1][2].replace(sdk_only_server.url, "")
+    status, _type, _auth, reply = modern_call(live_server_url, agent.token, "describe", {})
+    assert status == 200 and reply["result"]["structuredContent"]["ok"] is True
+    assert json.loads(reply["result"]["content"][0]["text"]) == reply["result"]["structuredContent"]

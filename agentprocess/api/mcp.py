@@ -8,6 +8,14 @@ Stateless with JSON responses: every POST stands alone, so any worker of any pro
 answer it. Each HTTP request is authenticated here, before the SDK sees it; the identity
 travels to the tool handler in the ASGI scope (the SDK hands handlers the Starlette request),
 never in arguments.
+
+The agents' hot request, a well-formed 2026-07-28 `tools/call`, is answered directly
+(`direct_tool_call`): the SDK's own checks run on it (transport security, Accept, routing headers,
+the protocol ladder, Mcp-Param headers), then the tool, and the JSON-RPC reply the SDK would write.
+What it skips is the SDK's per-request dispatch (runner, middleware, pydantic models of the request
+and result), which cost more CPU than the tool call (bench/throughput.py, MCP vs REST). Anything
+else, or MCP_DIRECT_TOOL_CALLS off, goes to the SDK with the body replayed;
+tests/test_mcp.py checks both answer the same.
 """
 
 import json
@@ -18,8 +26,17 @@ import mcp_types as types
 from django.conf import settings
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import (
+    InboundModernRoute,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import Request
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -91,6 +108,12 @@ async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestPa
     ])
 
 
+def tool_result(envelope: dict) -> dict:
+    """A CallToolResult as JSON: the envelope as structuredContent and as text."""
+    return {"content": [{"type": "text", "text": json.dumps(envelope, ensure_ascii=False)}],
+            "structuredContent": envelope, "isError": not envelope["ok"]}
+
+
 async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
     # ctx.request is the Starlette request of this HTTP POST, on both protocol eras.
     identity: Identity | None = ctx.request.scope.get(IDENTITY_SCOPE_KEY) if ctx.request is not None else None
@@ -99,11 +122,7 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     else:
         # On a tool thread with its own DB connection, framed like a request (agentprocess.api.threads).
         envelope = await run_sync(tools.call_tool, identity, params.name, params.arguments or {})
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(envelope, ensure_ascii=False))],
-        structured_content=envelope,
-        is_error=not envelope["ok"],
-    )
+    return types.CallToolResult.model_validate(tool_result(envelope))
 
 
 def build_server() -> Server:
@@ -142,26 +161,125 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
+def _authenticated_call(authorization: str | None, name: str, arguments: dict) -> dict | None:
+    """On a tool thread: authenticate, then run the tool; None when the credential is refused."""
+    identity = authenticate(authorization)
+    return None if identity is None else tools.call_tool(identity, name, arguments)
+
+
+async def _read_body(receive, limit: int) -> tuple[list[bytes] | None, bool]:
+    """The body's chunks as read, and whether that is all of it within `limit` (a larger body goes
+    to the SDK, which refuses it). None for the chunks when the client went away."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None, False
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit:
+            return chunks, False
+        if not message.get("more_body"):
+            return chunks, True
+
+
+def _replayed(chunks: list[bytes], receive, complete: bool):
+    """A receive channel giving the chunks already read again, then the rest of the client's."""
+    pending = list(chunks)
+
+    async def replay():
+        if pending:
+            chunk = pending.pop(0)
+            return {"type": "http.request", "body": chunk, "more_body": bool(pending) or not complete}
+        return await receive()
+
+    return replay
+
+
+def _plain_tool_call(body: bytes) -> tuple | None:
+    """(decoded, id, name, arguments) of a body holding exactly one tools/call request, else None."""
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(decoded, dict) or set(decoded) != {"jsonrpc", "id", "method", "params"}:
+        return None
+    request_id, params = decoded["id"], decoded["params"]
+    if decoded["jsonrpc"] != "2.0" or decoded["method"] != "tools/call" or isinstance(request_id, bool) \
+            or not isinstance(request_id, int | str) or not isinstance(params, dict):
+        return None
+    name, arguments = params.get("name"), params.get("arguments")
+    if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+        return None
+    return decoded, request_id, name, arguments or {}
+
+
 class McpEndpoint:
-    """ASGI app for /mcp: bearer authentication, POST only, then the SDK's Streamable HTTP transport."""
+    """ASGI app for /mcp: bearer authentication, POST only, then the SDK's Streamable HTTP transport
+    (or, for a plain modern tools/call, the direct answer described in the module docstring)."""
 
     def __init__(self, sessions: StreamableHTTPSessionManager):
         self.sessions = sessions
+        self.security = TransportSecurityMiddleware(sessions.security_settings)
 
     async def __call__(self, scope, receive, send) -> None:
         headers = dict(scope["headers"])
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        if (scope["method"] == "POST" and headers.get(b"mcp-method") == b"tools/call" and version
+                and version not in HANDSHAKE_PROTOCOL_VERSIONS and settings.MCP_DIRECT_TOOL_CALLS):
+            chunks, complete = await _read_body(receive, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+            if chunks is None:
+                return  # the client went away
+            if complete and await self.direct_tool_call(scope, send, authorization, b"".join(chunks)):
+                return
+            receive = _replayed(chunks, receive, complete)
         identity = await run_sync(authenticate, authorization)
         if identity is None:
-            challenge = www_authenticate("invalid_token" if authorization else None)
-            response = JSONResponse(UNAUTHENTICATED, status_code=401, headers={"WWW-Authenticate": challenge})
-            return await response(scope, receive, send)
+            return await self.unauthenticated(scope, receive, send, authorization)
         if scope["method"] != "POST":
             # Stateless JSON mode has no server-initiated messages, so no GET stream (the SDK would
             # hold one open forever); 405 is how Streamable HTTP says so.
             return await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
         scope[IDENTITY_SCOPE_KEY] = identity
         await self.sessions.handle_request(scope, receive, send)
+
+    @staticmethod
+    async def unauthenticated(scope, receive, send, authorization: str | None) -> None:
+        challenge = www_authenticate("invalid_token" if authorization else None)
+        response = JSONResponse(UNAUTHENTICATED, status_code=401, headers={"WWW-Authenticate": challenge})
+        await response(scope, receive, send)
+
+    async def direct_tool_call(self, scope, send, authorization: str | None, body: bytes) -> bool:
+        """Answer a plain tools/call as the SDK would, after the SDK's own checks. False: the SDK
+        answers instead (anything unusual, including every refusal of those checks)."""
+        request = Request(scope)
+        if await self.security.validate_request(request, is_post=True) is not None:
+            return False
+        if not check_accept_headers(request)[0]:
+            return False
+        call = _plain_tool_call(body)
+        if call is None:
+            return False
+        decoded, request_id, name, arguments = call
+        if find_duplicated_routing_header(request.headers.items()) is not None:
+            return False
+        if not isinstance(classify_inbound_request(decoded, headers=dict(request.headers)), InboundModernRoute):
+            return False  # the protocol ladder passed: a supported 2026-era version
+        schema = tool_input_schema(name)
+        if schema is not None and validate_mcp_param_headers(schema, arguments, request.headers) is not None:
+            return False
+        envelope = await run_sync(_authenticated_call, authorization, name, arguments)
+        if envelope is None:
+            await self.unauthenticated(scope, None, send, authorization)
+            return True
+        # A 2026-era result says it is complete and carries the server's identity stamp, as the
+        # SDK's runner writes them (the equivalence test compares the two answers).
+        result = {**tool_result(envelope), "resultType": "complete",
+                  "_meta": {types.SERVER_INFO_META_KEY: self.sessions.app.server_info_stamp}}
+        reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        await Response(json.dumps(reply, separators=(",", ":")), media_type="application/json")(scope, None, send)
+        return True
 
 
 def build_mcp_app() -> Starlette:
