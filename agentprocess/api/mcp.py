@@ -36,8 +36,8 @@ from mcp.shared.inbound import (
     validate_mcp_param_headers,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.requests import Request
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
