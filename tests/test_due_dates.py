@@ -1,14 +1,13 @@
 """Due dates (spec §2.2 `due`): overdue computed from the clock everywhere, one notice per crossing."""
 
 import datetime as dt
-import threading
 
 import pytest
 from django.core import mail
-from django.db import connections
 
 from agentprocess import clock
 from runs.services.sweep import sweep
+from tests.support.concurrency import run_together
 from tests.support.flows import decide, do_agent_step
 from tests.support.spec import EXAMPLES
 
@@ -128,21 +127,7 @@ def test_two_concurrent_sweeps_send_one_notice_per_crossing(onboarding, agent):
             to_approval(agent)
     later = T0 + dt.timedelta(days=2)
     mail.outbox.clear()
-    barrier = threading.Barrier(2)
-    reports = []
-
-    def run():
-        try:
-            barrier.wait()
-            reports.append(sweep(later))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    reports = run_together(lambda: sweep(later), timeout=30)
     assert sum(r.overdue for r in reports) == 20
     notices = [n for r in reports for n in r.notices]
     assert len(notices) == 60  # 20 crossings × (fin, fin2, ops), each exactly once

@@ -17,6 +17,7 @@ from processes.validation import (
     step_kind,
     validate,
 )
+from tests.support.mutation import mutate
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
 FIXTURES = SPEC / "conformance" / "fixtures"
@@ -1088,16 +1089,6 @@ def test_validate_never_raises_on_step_shaped_data(data, steps):
     assert isinstance(validate({**data, "steps": steps}, profiles=BOTH), list)
 
 
-def _mutate(value, path: list[int], replacement):
-    """Replace the node that `path` picks (indexes taken modulo each container's size)."""
-    if not path or not isinstance(value, (dict, list)) or not value:
-        return replacement
-    keys = list(value) if isinstance(value, dict) else list(range(len(value)))
-    key = keys[path[0] % len(keys)]
-    value[key] = _mutate(value[key], path[1:], replacement)
-    return value
-
-
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     name=st.sampled_from(CORE_FIXTURES + ["major-incident", "vendor-check"]),
@@ -1106,7 +1097,7 @@ def _mutate(value, path: list[int], replacement):
     profiles=PROFILE_SETS,
 )
 def test_validate_never_raises_on_mutated_fixtures(name, path, replacement, profiles):
-    doc = _mutate(fixture_frontmatter(name), path, replacement)
+    doc = mutate(fixture_frontmatter(name), path, replacement)
     assert isinstance(validate(doc, profiles=profiles, folder_name=name), list)
 
 

@@ -7,6 +7,7 @@ import pytest
 from agentprocess import clock
 from runs.models import Event, StepState
 from runs.services.sweep import sweep
+from tests.support.concurrency import run_together
 from tests.support.flows import decide, do_agent_step, states
 from tests.support.spec import fixture_text
 
@@ -273,29 +274,12 @@ def test_a_run_can_start_with_a_wait_for(publish, agent):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_timer_sweeps_fire_each_wait_once(publish, agent):
-    import threading
-
-    from django.db import connections
-
     from runs.services.sweep import sweep_timers
 
     publish(WAIT)
     run_ids = [start(agent)["run"]["id"] for _ in range(30)]
     later = T0 + dt.timedelta(hours=2)
-    barrier, fired = threading.Barrier(2), []
-
-    def run():
-        try:
-            barrier.wait()
-            fired.append(sweep_timers(later))
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    fired = run_together(lambda: sweep_timers(later))
     assert sum(fired) == 30
     for run_id in run_ids:
         view = agent.ok("get_run", runId=run_id)

@@ -34,6 +34,7 @@ from processes.hashing import content_hash
 from processes.parsing import parse_process_file
 from processes.validation import validate
 from tests.support.envelopes import check_envelope
+from tests.support.mutation import mutate
 from tests.support.spec import FIXTURES
 
 pytestmark = pytest.mark.django_db
@@ -441,15 +442,6 @@ def test_text_mutations_of_the_fixtures_never_raise_through_the_whole_import_pat
     pipeline.check(text, drive=False)
 
 
-def _mutate(value, path: list[int], replacement):
-    if not path or not isinstance(value, (dict, list)) or not value:
-        return replacement
-    keys = list(value) if isinstance(value, dict) else list(range(len(value)))
-    key = keys[path[0] % len(keys)]
-    value[key] = _mutate(value[key], path[1:], replacement)
-    return value
-
-
 # Text a database can store (NUL and lone surrogates are refused by the parser: tests at the end) and
 # this module's YAML writer round-trips (no control or line-separator characters).
 STORABLE_TEXT = st.text(st.characters(blacklist_categories=["Cs", "Cc", "Zl", "Zp"]), max_size=12)
@@ -473,7 +465,7 @@ def test_data_mutations_of_the_fixtures_never_raise_through_the_whole_import_pat
     text = data.draw(st.sampled_from(texts))
     parsed = parse_process_file(text)
     assume(parsed.frontmatter is not None)
-    document = _mutate(parsed.frontmatter, path, replacement)
+    document = mutate(parsed.frontmatter, path, replacement)
     assume(isinstance(document, dict))
     mutated = "---\n" + to_yaml(document, flow, 80) + "---" + parsed.body
     assert parse_process_file(mutated).frontmatter == document  # the parser reads back what was written
