@@ -1,5 +1,5 @@
 """The ASGI app: Django for everything, except /mcp (the MCP endpoint) and POST /api/v1/tools/<tool>
-(the REST route, agentprocess.api.rest_asgi, same rules as the Django view).
+(the REST route, api.rest_asgi, same rules as the Django view).
 
 Serve it with `uvicorn agentprocess.asgi:application` (any number of workers: MCP is stateless).
 The ASGI lifespan must stay on (uvicorn's default): it starts the MCP SDK's session manager.
@@ -14,8 +14,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentprocess.settings")
 # Set Django up before importing anything that touches models.
 django_app = get_asgi_application()
 
-from agentprocess.api.mcp import MCP_PATH, build_mcp_app  # noqa: E402
-from agentprocess.api.rest_asgi import rest_tool_app, tool_of  # noqa: E402
+from api.mcp import MCP_PATH, build_mcp_app  # noqa: E402
+from api.rest_asgi import rest_tool_app, tool_of  # noqa: E402
 
 mcp_app = build_mcp_app()
 

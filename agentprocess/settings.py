@@ -26,8 +26,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
-    "oauth2_provider",  # OAuth 2.1 authorization server (issue 7; agentprocess/oauth.py)
-    "agentprocess",
+    "oauth2_provider",  # OAuth 2.1 authorization server (issue 7; kernel/oauth.py, api/oauth.py)
+    "kernel",  # app label "agentprocess" (kernel/apps.py)
     "processes",
     "runs",
     "workqueue",
@@ -101,7 +101,7 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.Argon2PasswordHasher",
     "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
     "django.contrib.auth.hashers.ScryptPasswordHasher",
-    "agentprocess.hashers.ClientSecretHasher",  # OAuth client secrets only (see the module)
+    "kernel.hashers.ClientSecretHasher",  # OAuth client secrets only (see the module)
 ]
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -134,7 +134,7 @@ MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
 FILE_URL_SECONDS = env.int("FILE_URL_SECONDS", default=3600)
 # Tools switched off on this server; publishing refuses processes that need them (spec §4.2).
 DISABLED_TOOLS = env.list("DISABLED_TOOLS", default=[])
-# MCP: answer a plain 2026-07-28 tools/call without the SDK's per-request dispatch (agentprocess/api/mcp.py);
+# MCP: answer a plain 2026-07-28 tools/call without the SDK's per-request dispatch (api/mcp.py);
 # off sends every request through the SDK.
 MCP_DIRECT_TOOL_CALLS = env.bool("MCP_DIRECT_TOOL_CALLS", default=True)
 # Profiles switched off; publishing refuses processes using them (spec §8).
@@ -181,11 +181,11 @@ CHECK_FAIL = env.float("CHECK_FAIL", default=None)
 CHECK_CONFIDENCE = env.float("CHECK_CONFIDENCE", default=0.8)
 CHECK_STATE_BYTES = env.int("CHECK_STATE_BYTES", default=64 * 1024)
 
-# --- OAuth 2.1 (issue 7): django-oauth-toolkit, wired up in agentprocess/oauth.py -------------
+# --- OAuth 2.1 (issue 7): django-oauth-toolkit, wired up in kernel/oauth.py and api/oauth.py
 # Authorization code + PKCE (S256 only) for people's MCP clients, client credentials for agents,
 # rotating refresh tokens with replay detection; no implicit or password grant; access and refresh
 # tokens stored only as SHA-256 checksums; bearer tokens only in the Authorization header.
-# The issuer is PUBLIC_BASE_URL, as in the WWW-Authenticate challenge (agentprocess/api/auth.py).
+# The issuer is PUBLIC_BASE_URL, as in the WWW-Authenticate challenge (api/auth.py).
 OAUTH2_PROVIDER = {
     "CLIENT_SECRET_HASHER": "sha256_client_secret",
     "SCOPES": {"tools": "Use the agentprocess tools (MCP and REST) as this identity"},
@@ -199,8 +199,8 @@ OAUTH2_PROVIDER = {
     # this extends that to http://localhost. http stays allowed for loopback redirect URIs.
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "OIDC_ISS_ENDPOINT": PUBLIC_BASE_URL,
-    "OAUTH2_SERVER_CLASS": "agentprocess.oauth.Server",  # PKCE S256 only, refused before consent
-    "OAUTH2_VALIDATOR_CLASS": "agentprocess.oauth.Validator",
+    "OAUTH2_SERVER_CLASS": "api.oauth.Server",  # PKCE S256 only, refused before consent
+    "OAUTH2_VALIDATOR_CLASS": "api.oauth.Validator",
     # RFC 8414 discovery advertises what is accepted, nothing more.
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "client_credentials", "refresh_token"],
@@ -233,7 +233,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "core-2",
     "SERVE_INCLUDE_SCHEMA": False,
     "OAS_VERSION": "3.1.0",
-    "POSTPROCESSING_HOOKS": ["agentprocess.api.openapi.expand_tool_paths"],
+    "POSTPROCESSING_HOOKS": ["api.openapi.expand_tool_paths"],
 }
 
 LOGGING = {

@@ -2,8 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from agentprocess import oauth
-from agentprocess.api.rest import ToolView
+from api import oauth
+from api.rest import ToolView
 from runs.views import file_download
 
 urlpatterns = [

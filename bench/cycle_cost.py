@@ -3,7 +3,7 @@
     .venv/bin/python bench/cycle_cost.py [--quick] [--cycles 100] [--rounds 8]
 
 A cycle is get_work -> claim -> submit on bench/processes/bench-three-steps, each call through the
-REST rule set in process (`agentprocess.api.rest.respond`: authentication, JSON, the tool layer),
+REST rule set in process (`api.rest.respond`: authentication, JSON, the tool layer),
 so the figure leaves out only HTTP and the load generators. CPU is this process's own time
 (time.process_time), and PostgreSQL's (every postgres process, from /proc), over `--rounds` rounds of `--cycles` cycles; the smallest round is the figure,
 since anything else on the machine (other sessions, PostgreSQL's own work) only adds to it. It moves
@@ -37,7 +37,7 @@ def main(argv=None) -> None:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
-        from agentprocess.api.rest import respond
+        from api.rest import respond
         from bench.agent import LINK, sample_output
         from bench.throughput import make_agents, make_template, prestart
 

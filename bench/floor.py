@@ -1,5 +1,5 @@
 """The stack's floor (bench/limits.py), served exactly like the REST tools: the application's ASGI
-app, with two more routes answered by the same ASGI route machinery (agentprocess.api.rest_asgi:
+app, with two more routes answered by the same ASGI route machinery (api.rest_asgi:
 body read, one hop to a tool thread, JSON out).
 
 - POST /bench/floor: authenticated like every tool (the same bearer look-up, one indexed read of the
@@ -15,10 +15,10 @@ from agentprocess.asgi import application as project_application  # first: it se
 
 from django.db import transaction  # noqa: E402
 
-from agentprocess import clock, sql  # noqa: E402
-from agentprocess.api.auth import UNAUTHENTICATED, authenticate  # noqa: E402
-from agentprocess.api.rest_asgi import send_json  # noqa: E402
-from agentprocess.api.threads import run_sync  # noqa: E402
+from kernel import clock, sql  # noqa: E402
+from api.auth import UNAUTHENTICATED, authenticate  # noqa: E402
+from api.rest_asgi import send_json  # noqa: E402
+from api.threads import run_sync  # noqa: E402
 from runs.models import IdempotencyRecord  # noqa: E402
 
 

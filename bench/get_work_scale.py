@@ -5,7 +5,7 @@
 Runs of bench/processes/bench-three-steps are cloned from one `start_run` made (bench/fixtures.py),
 their start instants spread at random over the last day so index order is not insertion order;
 ANALYZE after each load (autovacuum may be off, as it is on this machine's PostgreSQL). Each call is
-the tool layer in process (`agentprocess.tools.call_tool`, as REST and MCP call it) for an agent
+the tool layer in process (`api.tools.call_tool`, as REST and MCP call it) for an agent
 identity: the first page (default limit 20), a page deep in the queue (keyset cursor at the middle)
 and the first page filtered by process. Also prints the plans of the first-page and deep-page
 queries at the largest size (EXPLAIN ANALYZE, BUFFERS).
@@ -23,7 +23,7 @@ from bench import common  # noqa: E402
 
 
 def timed_calls(identity, arguments: dict, calls: int) -> list[float]:
-    from agentprocess.tools import call_tool
+    from api.tools import call_tool
 
     for _ in range(10):  # warm
         call_tool(identity, "get_work", arguments)
@@ -38,7 +38,7 @@ def timed_calls(identity, arguments: dict, calls: int) -> list[float]:
 
 
 def middle_cursor(size: int) -> str:
-    from agentprocess import paging
+    from kernel import paging
     from runs.models import StepState
 
     row = (StepState.objects.filter(kind="agent", state="ready").order_by("ready_since", "id")
@@ -50,7 +50,7 @@ def plan(identity, arguments: dict) -> str:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from agentprocess.tools import call_tool
+    from api.tools import call_tool
 
     with CaptureQueriesContext(connection) as captured:
         call_tool(identity, "get_work", arguments)
@@ -71,9 +71,9 @@ def main(argv=None) -> None:
     print(common.context_line())
     rows = []
     with common.bench_database():
-        from agentprocess import clock
-        from agentprocess.identity import identity_from_api_token
-        from agentprocess.organizations import create_agent, default_organization
+        from kernel import clock
+        from kernel.identity import identity_from_api_token
+        from kernel.organizations import create_agent, default_organization
         from bench import fixtures
         from bench.throughput import make_template
 

@@ -56,9 +56,9 @@ def main(argv=None) -> None:
     with common.bench_database():
         from django.test import Client
 
-        from agentprocess import clock
-        from agentprocess.identity import identity_from_api_token
-        from agentprocess.organizations import create_agent, create_person, default_organization
+        from kernel import clock
+        from kernel.identity import identity_from_api_token
+        from kernel.organizations import create_agent, create_person, default_organization
         from bench import fixtures
         from bench.fixtures import Template
         from runs.services.start import start_run

@@ -3,7 +3,7 @@ the share of samples in which each function or file appears (inclusive) and wher
 
     .venv/bin/python bench/profile_summary.py var/bench-profile-*.txt [--top 40] [--ours]
 
-`--ours` lists only the project's own frames (agentprocess/, runs/, processes/, workqueue/) in the
+`--ours` lists only the project's own frames (agentprocess/, kernel/, api/, runs/, processes/, workqueue/) in the
 inclusive list; `--match REGEX` any other set of files (py-spy shortens paths to the package).
 """
 
@@ -47,7 +47,7 @@ CATEGORIES = (
     ("asgiref thread hand-offs, threads", r"^(asgiref/|threading|concurrent/|queue|contextvars)"),
     ("uvicorn, h11, asyncio", r"^(uvicorn|h11|httptools|uvloop|asyncio|selectors)"),
     ("Django request/response, middleware, URLs, templates", r"^(django|rest_framework|whitenoise)/"),
-    ("our code (agentprocess, runs, processes, workqueue)", r"^(agentprocess|runs|processes|workqueue)/"),
+    ("our code (agentprocess, kernel, api, runs, processes, workqueue)", r"^(agentprocess|kernel|api|runs|processes|workqueue)/"),
 )
 
 
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--match", default="", help="regular expression on the frame's file")
     parser.add_argument("--ours", action="store_true", help="only the project's own frames")
     args = parser.parse_args()
-    pattern = re.compile(r"^(agentprocess|runs|processes|workqueue)/" if args.ours else args.match)
+    pattern = re.compile(r"^(agentprocess|kernel|api|runs|processes|workqueue)/" if args.ours else args.match)
 
     def wanted(frame: str) -> bool:
         match = FRAME.match(frame)

@@ -149,9 +149,9 @@ def main(argv=None) -> None:
     print(common.context_line())
     rows = []
     with common.bench_database():
-        from agentprocess import clock
-        from agentprocess.identity import identity_from_api_token
-        from agentprocess.organizations import create_agent, create_person, default_organization
+        from kernel import clock
+        from kernel.identity import identity_from_api_token
+        from kernel.organizations import create_agent, create_person, default_organization
         from bench import fixtures
 
         common.publish("bench-sweep")

@@ -41,7 +41,7 @@ def parse_env(text: str) -> dict:
 
 
 def make_agents(count: int) -> list[str]:
-    from agentprocess.organizations import create_agent, default_organization
+    from kernel.organizations import create_agent, default_organization
 
     organization = default_organization()
     return [create_agent(organization, f"bench-agent-{i}")[1] for i in range(count)]
@@ -49,9 +49,9 @@ def make_agents(count: int) -> list[str]:
 
 def make_template():
     """A run as `start_run` makes it (the service, as the start_run tool calls it)."""
-    from agentprocess import clock
-    from agentprocess.identity import identity_from_api_token
-    from agentprocess.organizations import create_agent, default_organization
+    from kernel import clock
+    from kernel.identity import identity_from_api_token
+    from kernel.organizations import create_agent, default_organization
     from bench.fixtures import Template
     from runs.services.start import start_run
 
@@ -65,7 +65,7 @@ def make_template():
 def prestart(template, count: int) -> None:
     import datetime as dt
 
-    from agentprocess import clock
+    from kernel import clock
     from bench import fixtures
 
     fixtures.truncate_runs()

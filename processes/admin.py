@@ -9,8 +9,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from agentprocess.models import Organization
-from agentprocess.organizations import default_organization
+from kernel.models import Organization
+from kernel.organizations import default_organization
 
 from .models import Process, ProcessDraft, ProcessVersion
 from .publishing import PublishRefused, bind_roles, import_draft, publish

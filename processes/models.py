@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.db import models
 
-from agentprocess.models import Organization
+from kernel.models import Organization
 
 
 class Process(models.Model):

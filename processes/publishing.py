@@ -3,8 +3,8 @@
 from django.db import transaction
 from django.db.models import Max
 
-from agentprocess.capabilities import offered_profiles, offered_tools
-from agentprocess.organizations import OrganizationError, organization_group
+from kernel.capabilities import offered_profiles, offered_tools
+from kernel.organizations import OrganizationError, organization_group
 
 from .hashing import content_hash
 from .models import Process, ProcessDraft, ProcessVersion

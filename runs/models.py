@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from agentprocess.models import Organization
+from kernel.models import Organization
 from processes.models import ProcessVersion
 
 from .ids import new_run_id, new_upload_id, new_work_item_id

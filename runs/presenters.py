@@ -1,6 +1,6 @@
 """The shapes of tools.md, built in one place: run view, work item, get_work items, list_runs items."""
 
-from agentprocess.clock import iso
+from kernel.clock import iso
 from processes.definition import Definition, definition_for
 
 from .models import Run, StepState, WorkItem

@@ -5,10 +5,10 @@ import datetime as dt
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
-from agentprocess import paging
-from agentprocess.identity import Identity
+from kernel import paging
+from kernel.identity import Identity
 
-from agentprocess import sql
+from kernel import sql
 from .models import Run, StepState, WorkItem, WorkItemState
 
 

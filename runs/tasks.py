@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from agentprocess import clock
+from kernel import clock
 
 from .services.sweep import sweep as run_sweeps
 

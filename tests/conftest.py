@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from agentprocess import clock
+from kernel import clock
 
 from .support.actors import Actor
 
@@ -61,7 +61,7 @@ def _reset_clock():
 @pytest.fixture(autouse=True)
 def _fresh_definitions():
     # Compiled definitions are cached by version id; test databases roll back and reuse ids.
-    from agentprocess import organizations
+    from kernel import organizations
     from processes import definition
 
     definition._cache.clear()
@@ -72,19 +72,19 @@ def _fresh_definitions():
 def _media(tmp_path, settings):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     # Password hashing is deliberately slow; tests need it to work, not to resist brute force.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", "agentprocess.hashers.ClientSecretHasher"]
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", "kernel.hashers.ClientSecretHasher"]
 
 
 @pytest.fixture
 def org(db):
-    from agentprocess.organizations import default_organization
+    from kernel.organizations import default_organization
 
     return default_organization()
 
 
 @pytest.fixture
 def make_agent(org):
-    from agentprocess.organizations import create_agent, get_or_create_organization
+    from kernel.organizations import create_agent, get_or_create_organization
 
     def make(name="screener", org_slug=None) -> Actor:
         organization = get_or_create_organization(org_slug) if org_slug else org
@@ -96,7 +96,7 @@ def make_agent(org):
 
 @pytest.fixture
 def make_person(org):
-    from agentprocess.organizations import create_person, get_or_create_organization
+    from kernel.organizations import create_person, get_or_create_organization
 
     def make(email="mira@example.com", groups=(), operator=False, password=None, org_slug=None) -> Actor:
         organization = get_or_create_organization(org_slug) if org_slug else org
@@ -114,7 +114,7 @@ def agent(make_agent):
 @pytest.fixture
 def publish(org):
     """Publish a PROCESS.md (path to a folder or file, or text) with role bindings; returns the version."""
-    from agentprocess.organizations import get_or_create_organization
+    from kernel.organizations import get_or_create_organization
     from processes.publishing import bind_roles, import_draft
     from processes.publishing import publish as publish_draft
 

@@ -10,7 +10,7 @@ from tests.support.spec import EXAMPLES
 
 @pytest.fixture
 def admin_client(client, org):
-    from agentprocess.organizations import create_person
+    from kernel.organizations import create_person
 
     create_person(org, "root@example.com", password="admin-pass-1", superuser=True)
     assert client.login(username="root@example.com", password="admin-pass-1")

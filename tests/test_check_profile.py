@@ -5,7 +5,7 @@ import datetime as dt
 
 import pytest
 
-from agentprocess import clock
+from kernel import clock
 from tests.support.chat_server import ChatServer
 from tests.support.flows import decide, states
 from tests.support.spec import fixture_text

@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 from django.core import mail
 
-from agentprocess import clock
+from kernel import clock
 from runs.services.sweep import sweep
 from tests.support.concurrency import run_together
 from tests.support.flows import decide, do_agent_step

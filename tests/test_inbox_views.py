@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from agentprocess import clock
+from kernel import clock
 from runs.models import Run, StepState, WorkItem
 from tests.support.processes import PARALLEL_REVIEW
 from tests.support.spec import CORE_FIXTURES, EXAMPLES, FIXTURES, PROFILE_FIXTURES, spec_present
@@ -1102,8 +1102,8 @@ def test_operators_cancel_a_run_with_a_reason(quick, person_client, agent):
 
 
 def test_tokens_page_creates_shows_once_and_revokes(person_client, make_person):
-    from agentprocess.identity import identity_from_bearer
-    from agentprocess.models import ApiToken
+    from kernel.identity import identity_from_bearer
+    from kernel.models import ApiToken
 
     client, _ = person_client("mira@example.com")
     make_person("other@example.com")  # has its own tokens, never shown here

@@ -5,7 +5,7 @@ import datetime as dt
 import jwt
 import pytest
 
-from agentprocess import clock
+from kernel import clock
 from tests.support.spec import EXAMPLES
 
 T0 = dt.datetime(2026, 10, 6, 9, 0, tzinfo=dt.UTC)

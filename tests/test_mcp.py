@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from agentprocess.api.auth import UNAUTHENTICATED
-from agentprocess.capabilities import offered_tools
+from api.auth import UNAUTHENTICATED
+from kernel.capabilities import offered_tools
 from tests.support.envelopes import check_envelope
 from tests.support.spec import EXAMPLES, SCHEMAS, spec_present
 
@@ -251,7 +251,7 @@ def modern_call(base_url: str, token: str, tool: str, arguments, *, request_id=7
 
 
 def test_a_direct_tools_call_answers_exactly_as_the_sdk_does(live_server_url, sdk_only_server, publish, agent):
-    """agentprocess/api/mcp.py answers a plain 2026-07-28 tools/call without the SDK's dispatch; the
+    """api/mcp.py answers a plain 2026-07-28 tools/call without the SDK's dispatch; the
     reply must be the one the SDK writes (DESIGN.md: the envelope as structuredContent and as JSON text),
     and everything unusual must still get the SDK's answer."""
     publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})

@@ -21,10 +21,10 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.streamable_http import streamable_http_client
 from oauth2_provider.models import AccessToken, Application, RefreshToken
 
-from agentprocess import oauth
-from agentprocess.api.auth import UNAUTHENTICATED
-from agentprocess.identity import identity_from_bearer
-from agentprocess.models import Agent, AgentApplication
+from kernel import oauth
+from api.auth import UNAUTHENTICATED
+from kernel.identity import identity_from_bearer
+from kernel.models import Agent, AgentApplication
 from tests.support.actors import Actor, rest_call
 from tests.support.envelopes import check_envelope
 from tests.support.flows import decide, do_agent_step
@@ -407,7 +407,7 @@ def test_personal_and_agent_api_tokens_keep_working(client, make_person, make_ag
 
 @pytest.fixture
 def admin_client(client, org):
-    from agentprocess.organizations import create_person
+    from kernel.organizations import create_person
 
     create_person(org, "root@example.com", password="admin-pass-1", superuser=True)
     assert client.login(username="root@example.com", password="admin-pass-1")
@@ -463,7 +463,7 @@ def test_admin_lists_and_revokes_api_tokens(admin_client, make_agent):
     bot = make_agent("bot")
     listing = admin_client.get(reverse("admin:agentprocess_apitoken_changelist")).content.decode()
     assert "a_bot" in listing
-    from agentprocess.models import ApiToken
+    from kernel.models import ApiToken
 
     row = ApiToken.objects.get(agent__name="bot")
     admin_client.post(reverse("admin:agentprocess_apitoken_changelist"),
@@ -512,7 +512,7 @@ class FewRoundsPBKDF2(PBKDF2PasswordHasher):
     iterations = 1000
 
 
-SERVER_HASHERS = ["tests.test_oauth.FewRoundsPBKDF2", "agentprocess.hashers.ClientSecretHasher"]
+SERVER_HASHERS = ["tests.test_oauth.FewRoundsPBKDF2", "kernel.hashers.ClientSecretHasher"]
 
 
 @pytest.mark.live

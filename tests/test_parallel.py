@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from agentprocess import clock
+from kernel import clock
 from tests.support.flows import decide, do_agent_step, open_item, states
 from tests.support.spec import fixture_text
 

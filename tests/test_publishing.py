@@ -182,7 +182,7 @@ def test_cli_without_publish_leaves_a_draft_listing_roles_to_bind(db):
 
 
 def test_a_group_of_another_organization_cannot_be_bound(db, publish):
-    from agentprocess.organizations import get_or_create_organization, organization_group
+    from kernel.organizations import get_or_create_organization, organization_group
 
     organization_group(get_or_create_organization("acme"), "acme-finance")
     code, _out, err = run_cli(str(EXAMPLES / "supplier-onboarding"), "--bind=finance-approver=acme-finance",

@@ -1,5 +1,5 @@
 """REST against a real uvicorn process: the ASGI route answers POST /api/v1/tools/<tool> with the same
-rules as the Django view (agentprocess.api.rest.respond)."""
+rules as the Django view (api.rest.respond)."""
 
 import json
 import urllib.error

@@ -77,7 +77,7 @@ def test_list_runs_filters_by_process_state_and_inputs_and_pages(onboarding, age
 def test_get_work_is_oldest_first_paged_and_filtered_by_process(onboarding, agent, publish):
     from datetime import UTC, datetime, timedelta
 
-    from agentprocess import clock
+    from kernel import clock
 
     publish(EXAMPLES / "invoice-approval", {"team-lead": "leads", "finance-controller": "finance"})
     t0 = datetime(2026, 10, 6, 9, 0, tzinfo=UTC)

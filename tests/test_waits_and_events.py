@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from agentprocess import clock
+from kernel import clock
 from runs.models import Event, StepState
 from runs.services.sweep import sweep
 from tests.support.concurrency import run_together

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.db.models import Count, F, Q, TextField
 from django.db.models.functions import Cast
 
-from agentprocess.identity import Identity
+from kernel.identity import Identity
 from runs.models import StepState, WorkItem, WorkItemState
 from runs.selectors import open_items_for
 

@@ -19,11 +19,11 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from agentprocess import clock
-from agentprocess.errors import ALREADY_DECIDED, HTTP_STATUS, RUN_ENDED
-from agentprocess.identity import person_identity, revoke_token
-from agentprocess.models import ApiToken
-from agentprocess.tools import call_tool
+from kernel import clock
+from kernel.errors import ALREADY_DECIDED, HTTP_STATUS, RUN_ENDED
+from kernel.identity import person_identity, revoke_token
+from kernel.models import ApiToken
+from api.tools import call_tool
 from processes import maps
 from processes.maps import humanize
 from processes.definition import definition_for, definitions_for

@@ -6,7 +6,7 @@ Every issue is collected; nothing is written here.
 import copy
 import hashlib
 
-from agentprocess.clock import iso
+from kernel.clock import iso
 
 from processes.definition import StepDef
 from processes.fields import check_fields

@@ -1,7 +1,7 @@
 """cancel (spec §3.5): an operator ends an active or waiting run with a reason."""
 
-from agentprocess.errors import forbidden, invalid
-from agentprocess.identity import Identity
+from kernel.errors import forbidden, invalid
+from kernel.identity import Identity
 
 from ..models import RunState
 from .engine import RunContext

@@ -8,8 +8,8 @@ import json
 
 from django.conf import settings
 
-from agentprocess.clock import iso
-from agentprocess.errors import RETRY, ToolError
+from kernel.clock import iso
+from kernel.errors import RETRY, ToolError
 from processes.definition import StepDef
 
 from .evaluator import Answer, EvaluatorError, configured_evaluator

@@ -1,8 +1,8 @@
 """decide (spec §3.4, tools.md): a person completes a work item, under the same rules as submit."""
 
-from agentprocess.clock import iso
-from agentprocess.errors import ALREADY_DECIDED, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
-from agentprocess.identity import Identity
+from kernel.clock import iso
+from kernel.errors import ALREADY_DECIDED, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
+from kernel.identity import Identity
 
 from ..models import IdempotencyRecord, WorkItem, WorkItemState
 from ..selectors import is_assigned

@@ -11,12 +11,12 @@ from collections import deque
 
 from django.contrib.auth import get_user_model
 
-from agentprocess import clock
-from agentprocess.errors import not_found, run_ended
+from kernel import clock
+from kernel.errors import not_found, run_ended
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
 
-from agentprocess import sql
+from kernel import sql
 from ..models import ENDED_STATES, Event, Run, RunState, StepState, WorkItem, WorkItemState
 from . import rundata
 

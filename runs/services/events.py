@@ -2,8 +2,8 @@
 
 import re
 
-from agentprocess.errors import forbidden, invalid
-from agentprocess.identity import Identity
+from kernel.errors import forbidden, invalid
+from kernel.identity import Identity
 
 from ..models import Event
 from . import rundata

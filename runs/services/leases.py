@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from agentprocess.errors import (
+from kernel.errors import (
     CLAIMED_BY_OTHER,
     CLAIMED_BY_YOU,
     NOT_READY,
@@ -15,10 +15,10 @@ from agentprocess.errors import (
     run_ended,
     stale,
 )
-from agentprocess.identity import Identity
+from kernel.identity import Identity
 from processes.definition import definition_for
 
-from agentprocess import sql
+from kernel import sql
 from ..models import Run, StepState
 from . import tokens
 from .engine import CLAIMED, READY, effective_handoff, lapsed

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 
-from agentprocess.clock import iso
+from kernel.clock import iso
 
 from ..models import StepState, WorkItem, WorkItemState
 
@@ -50,7 +50,7 @@ def overdue_notices(states: list[StepState]) -> list[OverdueNotice]:
         return []
     items = {item.step_state_id: item for item in WorkItem.objects.filter(
         step_state__in=states, state=WorkItemState.OPEN)}
-    from agentprocess.models import Organization
+    from kernel.models import Organization
 
     operators = dict(Organization.objects.filter(id__in={s.organization_id for s in states}).values_list(
         "id", "operators__name"))

@@ -1,7 +1,7 @@
 """start_run (spec §3.2, tools.md): check inputs, pin the version, make the first step ready."""
 
-from agentprocess.errors import invalid, not_found
-from agentprocess.identity import Identity
+from kernel.errors import invalid, not_found
+from kernel.identity import Identity
 from processes.definition import definition_for
 from processes.fields import check_fields
 from processes.models import Process, ProcessVersion

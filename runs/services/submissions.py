@@ -2,8 +2,8 @@
 
 from django.db import transaction
 
-from agentprocess.errors import ToolError, not_accepted
-from agentprocess.identity import Identity
+from kernel.errors import ToolError, not_accepted
+from kernel.identity import Identity
 
 from ..models import IdempotencyRecord, StepState
 from . import checks

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
-from agentprocess import sql
-from agentprocess.organizations import organization_by_id
+from kernel import sql
+from kernel.organizations import organization_by_id
 
 from ..models import Run, StepState
 from .engine import UNFINISHED, WAITING, RunContext

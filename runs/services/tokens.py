@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import jwt
 from django.conf import settings
 
-from agentprocess.errors import invalid
+from kernel.errors import invalid
 
 ISSUER = "agentprocess"
 AUDIENCE = "lease"

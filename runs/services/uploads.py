@@ -7,8 +7,8 @@ import hashlib
 from django.conf import settings
 from django.core.files.base import ContentFile
 
-from agentprocess.errors import invalid
-from agentprocess.identity import Identity
+from kernel.errors import invalid
+from kernel.identity import Identity
 
 from ..models import Upload
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from agentprocess import clock
+from kernel import clock
 from runs.models import Run, StepState, WorkItem
 from tests.support.processes import PARALLEL_REVIEW
 

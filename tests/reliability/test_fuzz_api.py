@@ -36,7 +36,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from agentprocess.errors import HTTP_STATUS
+from kernel.errors import HTTP_STATUS
 from tests.support.envelopes import check_envelope
 from tests.support.spec import EXAMPLES
 

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from agentprocess.tools import call_tool
+from api.tools import call_tool
 from processes.hashing import content_hash
 from processes.parsing import parse_process_file
 from processes.validation import validate
@@ -58,7 +58,7 @@ class Pipeline:
         self.published = self.drafts = self.runs = self.ended = 0
 
     def check(self, text: str, folder_name: str | None = None, drive: bool = True):
-        from agentprocess.capabilities import offered_profiles
+        from kernel.capabilities import offered_profiles
         from processes.publishing import PublishRefused, bind_roles, import_draft, publish
 
         parsed = parse_process_file(text)
@@ -475,7 +475,7 @@ def test_data_mutations_of_the_fixtures_never_raise_through_the_whole_import_pat
 def test_every_fixture_publishes_and_runs(pipeline):
     """Every conformance fixture publishes (or, for a profile this server does not offer now, is refused
     with exactly that issue) and is driven through its steps."""
-    from agentprocess.capabilities import offered_profiles
+    from kernel.capabilities import offered_profiles
 
     for text in need_fixtures():
         parsed = parse_process_file(text)

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import pytest
 from django.db import connections
 
-from agentprocess.identity import identity_from_bearer
-from agentprocess.tools import call_tool
+from kernel.identity import identity_from_bearer
+from api.tools import call_tool
 from tests.support.envelopes import check_envelope
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -265,7 +265,7 @@ def in_thread(agent: RacingAgent) -> None:
 
 def sweep_leases_meanwhile(ledger: Ledger) -> None:
     """What Celery beat does in production: release lapsed leases while the agents race."""
-    from agentprocess import clock
+    from kernel import clock
     from runs.services.sweep import sweep_leases
 
     try:
@@ -377,7 +377,7 @@ def test_a_claim_taken_after_a_lease_lapsed_is_not_overwritten_by_a_submit_still
     by the first."""
     import datetime as dt
 
-    from agentprocess import clock
+    from kernel import clock
     from runs.services import submissions
 
     publish(RACE)

@@ -4,8 +4,8 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from agentprocess.identity import Identity, identity_from_bearer
-from agentprocess.tools import call_tool
+from kernel.identity import Identity, identity_from_bearer
+from api.tools import call_tool
 
 from .envelopes import check_envelope
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agentprocess.organizations import get_or_create_organization
+from kernel.organizations import get_or_create_organization
 from processes.publishing import PublishRefused, bind_roles, import_draft
 from processes.publishing import publish as publish_draft
 

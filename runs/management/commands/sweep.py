@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from agentprocess import clock
+from kernel import clock
 from runs.services.sweep import sweep
 
 

@@ -1,6 +1,6 @@
 from django.conf import settings
 
-from agentprocess.capabilities import PROTOCOL, VERSION, offered_profiles, offered_tools
+from kernel.capabilities import PROTOCOL, VERSION, offered_profiles, offered_tools
 
 from .registry import tool
 

@@ -13,9 +13,9 @@ import json
 
 from django.db import IntegrityError, transaction
 
-from agentprocess.errors import CONFLICT, ToolError
+from kernel.errors import CONFLICT, ToolError
 
-from agentprocess import sql
+from kernel import sql
 from runs.models import IdempotencyRecord
 
 
@@ -27,7 +27,7 @@ def fingerprint(tool: str, caller: str, arguments: dict) -> str:
 
 
 def _stored(identity, request_id: str) -> IdempotencyRecord | None:
-    # Hand-written (agentprocess/sql.py): every refused claim in a race comes through here.
+    # Hand-written (kernel/sql.py): every refused claim in a race comes through here.
     found = sql.select(IdempotencyRecord, "organization_id = %s AND request_id = %s",
                        [identity.organization.id, request_id])
     return found[0] if found else None

@@ -1,4 +1,4 @@
-from agentprocess import paging
+from kernel import paging
 from processes.definition import Definition, definitions_for
 from processes.models import Process
 

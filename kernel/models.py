@@ -103,7 +103,7 @@ class ApiToken(models.Model):
         return row, plaintext
 
 
-# --- OAuth 2.1 (issue 7; the rest lives in agentprocess/oauth.py) ---------------------------
+# --- OAuth 2.1 (issue 7; the rest lives in kernel/oauth.py) ---------------------------
 
 from oauth2_provider.settings import oauth2_settings  # noqa: E402  (no models imported; swappable name)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from agentprocess.organizations import create_agent, create_person, default_organization
+from kernel.organizations import create_agent, create_person, default_organization
 from processes.hashing import content_hash
 from processes.models import Process
 from processes.parsing import parse_process_file

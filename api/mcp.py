@@ -41,15 +41,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agentprocess import tools
-from agentprocess.capabilities import PROTOCOL, VERSION, offered_tools
-from agentprocess.identity import Identity
+from api import tools
+from kernel.capabilities import PROTOCOL, VERSION, offered_tools
+from kernel.identity import Identity
 
 from .auth import UNAUTHENTICATED, authenticate, www_authenticate
 from .threads import run_sync
 
 MCP_PATH = "/mcp"
-IDENTITY_SCOPE_KEY = "agentprocess.identity"
+IDENTITY_SCOPE_KEY = "kernel.identity"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 INSTRUCTIONS = (
@@ -120,7 +120,7 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     if identity is None:  # unreachable over HTTP (McpEndpoint answers 401 first); refuse rather than guess
         envelope = UNAUTHENTICATED
     else:
-        # On a tool thread with its own DB connection, framed like a request (agentprocess.api.threads).
+        # On a tool thread with its own DB connection, framed like a request (api.threads).
         envelope = await run_sync(tools.call_tool, identity, params.name, params.arguments or {})
     return types.CallToolResult.model_validate(tool_result(envelope))
 

@@ -2,7 +2,7 @@
 
 from django.conf import settings
 
-from agentprocess.identity import Identity, identity_from_bearer
+from kernel.identity import Identity, identity_from_bearer
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -21,7 +21,7 @@ def authenticate(authorization: str | None) -> Identity | None:
 
 def www_authenticate(error: str | None = None, resource_path: str = "/mcp") -> str:
     """The challenge of a 401; points clients at the protected-resource metadata (RFC 9728) of the
-    resource they called (`/mcp` or `/api/v1`, agentprocess.oauth) and names the scope to ask for."""
+    resource they called (`/mcp` or `/api/v1`, kernel.oauth) and names the scope to ask for."""
     metadata = f"{settings.PUBLIC_BASE_URL}/.well-known/oauth-protected-resource{resource_path}"
     value = f'Bearer realm="agentprocess", resource_metadata="{metadata}", scope="tools"'
     if error:

@@ -1,13 +1,17 @@
 """Who is calling. Every transport resolves an Identity here and nowhere else; `by` in run data
 comes from it, never from arguments."""
 
+import hashlib
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from oauth2_provider.models import get_access_token_model
 
 from . import sql
-from .models import TOKEN_PREFIX, Agent, ApiToken, Member, Organization, hash_token
+from .models import TOKEN_PREFIX, Agent, AgentApplication, ApiToken, Member, Organization, hash_token
+from .oauth import SCOPE
 from .organizations import organization_by_id
 
 AGENT = "agent"
@@ -59,7 +63,7 @@ def person_identity(user, *, human_presence: bool = True) -> Identity | None:
 
 
 def _agent_from_api_token(token_hash: str) -> Identity | None | bool:
-    """The hot path, one hand-written statement (see agentprocess/sql.py): an agent's token.
+    """The hot path, one hand-written statement (see kernel/sql.py): an agent's token.
     False when the token is valid but belongs to a person."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -96,15 +100,51 @@ def identity_from_api_token(token: str) -> Identity | None:
     return Identity(organization=row.organization, kind=PERSON, user=row.user, groups=groups)
 
 
+def _audience_is_this_server(resources: list[str]) -> bool:
+    """RFC 8707: a token restricted to resources must name this server (or a resource in it)."""
+    if not resources:
+        return True
+    base = settings.PUBLIC_BASE_URL
+    return any(uri.rstrip("/") == base or uri.startswith(base + "/") for uri in resources)
+
+
+def identity_from_access_token(token: str) -> Identity | None:
+    """Resolve an OAuth access token (looked up by its SHA-256 checksum). Unknown, expired or
+    revoked (DOT deletes revoked access tokens) → None.
+
+    - client credentials (no user): the agent its application is registered for;
+    - authorization code + PKCE (or a refresh of such a token): the person who consented, as a
+      human identity; the application must be an authorization-code client, not an agent's.
+    """
+    checksum = hashlib.sha256(token.encode()).hexdigest()
+    row = (
+        get_access_token_model().objects.select_related("application", "user")
+        .filter(token_checksum=checksum).first()
+    )
+    if row is None or row.application is None or row.is_expired():
+        return None
+    if not row.allow_scopes([SCOPE]) or not _audience_is_this_server(row.resource):
+        return None
+    link = (
+        AgentApplication.objects.select_related("agent__organization__operators")
+        .filter(application_id=row.application_id).first()
+    )
+    if row.user_id is None:
+        if link is None:
+            return None
+        return Identity(organization=link.agent.organization, kind=AGENT, agent=link.agent)
+    if link is not None or row.application.authorization_grant_type != row.application.GRANT_AUTHORIZATION_CODE:
+        return None
+    return person_identity(row.user, human_presence=True)
+
+
 def identity_from_bearer(token: str) -> Identity | None:
     """One entry point for every bearer credential: API tokens (`apt_…`), then OAuth 2.1 access
-    tokens (issue 7; resolved in agentprocess/oauth.py, which imports this module)."""
+    tokens (issue 7)."""
     if not token:
         return None
     if token.startswith(TOKEN_PREFIX):
         return identity_from_api_token(token)
-    from .oauth import identity_from_access_token
-
     return identity_from_access_token(token)
 
 

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agentprocess.organizations import OrganizationError, create_agent, create_person, get_or_create_organization
+from kernel.organizations import OrganizationError, create_agent, create_person, get_or_create_organization
 
 
 class Command(BaseCommand):

@@ -14,10 +14,10 @@ from pathlib import Path
 from django.db import DatabaseError, OperationalError
 from jsonschema import Draft202012Validator
 
-from agentprocess import clock
-from agentprocess.capabilities import offered_tools
-from agentprocess.errors import RETRY, ToolError, invalid, not_found
-from agentprocess.identity import Identity
+from kernel import clock
+from kernel.capabilities import offered_tools
+from kernel.errors import RETRY, ToolError, invalid, not_found
+from kernel.identity import Identity
 
 from .idempotency import run_write
 

@@ -1,6 +1,6 @@
 """The REST route under uvicorn: POST /api/v1/tools/<tool> answered straight from ASGI.
 
-Same rules as the Django view (agentprocess.api.rest.respond); what it skips is Django's ASGI
+Same rules as the Django view (api.rest.respond); what it skips is Django's ASGI
 request machinery, which measured at more CPU than the tool call itself (bench/, issue 8).
 Anything but a POST to a tool path goes on to Django.
 """

@@ -1,4 +1,4 @@
-from agentprocess.clock import iso
+from kernel.clock import iso
 from runs.services.leases import renew as extend
 
 from .registry import tool

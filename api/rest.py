@@ -2,7 +2,7 @@
 
 A thin transport: authenticate, parse JSON, call the shared tool layer, map the envelope's
 error code to the HTTP status. A DRF view so drf-spectacular can describe it; the per-tool
-request and response schemas come from the spec's JSON Schemas (agentprocess.api.openapi).
+request and response schemas come from the spec's JSON Schemas (api.openapi).
 """
 
 import json
@@ -11,8 +11,8 @@ from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
-from agentprocess.errors import HTTP_STATUS
-from agentprocess.tools import call_tool
+from kernel.errors import HTTP_STATUS
+from api.tools import call_tool
 
 from .auth import UNAUTHENTICATED, authenticate, www_authenticate
 
@@ -45,7 +45,7 @@ class ToolView(APIView):
     permission_classes = []
     parser_classes = []
 
-    @extend_schema(exclude=True)  # described per tool by agentprocess.api.openapi.expand_tool_paths
+    @extend_schema(exclude=True)  # described per tool by api.openapi.expand_tool_paths
     def post(self, request, tool: str):
         status, envelope, headers = respond(request.headers.get("Authorization"), tool, request._request.body)
         response = JsonResponse(envelope, status=status, json_dumps_params={"ensure_ascii": False})

@@ -1,4 +1,4 @@
-from agentprocess.clock import iso
+from kernel.clock import iso
 from processes.definition import definition_for
 from runs.presenters import data_view
 from runs.services.leases import claim as take
