@@ -18,7 +18,8 @@ from oauth2_provider.views.metadata import OAuthProtectedResourceMetadataView
 from oauthlib.oauth2.rfc6749.grant_types.authorization_code import code_challenge_method_s256
 
 from kernel.identity import person_identity
-from kernel.oauth import GRANTS, REST_RESOURCE_PATH, RESOURCE_PATHS, is_agent_application, resource_url
+from kernel.oauth import GRANTS, RESOURCE_PATHS, REST_RESOURCE_PATH, is_agent_application, resource_url
+
 
 class Server(oauthlib.oauth2.Server):
     """oauthlib's server with S256 as the only PKCE method: "plain", and a code_challenge without a

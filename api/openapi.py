@@ -5,9 +5,9 @@ spec's own JSON Schemas (OpenAPI 3.1 speaks JSON Schema 2020-12)."""
 import copy
 import json
 
-from kernel.capabilities import offered_tools
 from api.tools import TOOLS
 from api.tools.registry import SCHEMAS
+from kernel.capabilities import offered_tools
 
 ERROR_STATUSES = {
     "400": "invalid: the arguments break the tool's schema, or a token does not verify",

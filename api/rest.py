@@ -11,11 +11,10 @@ from django.http import JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
-from kernel.errors import HTTP_STATUS
 from api.tools import call_tool
+from kernel.errors import HTTP_STATUS
 
 from .auth import UNAUTHENTICATED, authenticate, www_authenticate
-
 
 NOT_JSON = {"ok": False, "error": {"code": "invalid", "message": "the body is not JSON",
                                    "issues": ["body: not valid JSON"]}}

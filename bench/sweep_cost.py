@@ -58,7 +58,7 @@ def make_templates(identity, t0: dt.datetime) -> dict:
     ended = start()
     hand_in(ended, "gather", {"facts": "template"}, t0)
     with transaction.atomic():
-        ctx = RunContext.load(organization=identity.organization, run_id=ended, now=t0 + HOUR)
+        ctx = RunContext.for_write(organization=identity.organization, run_id=ended, now=t0 + HOUR)
         ctx.wake("pause")
         ctx.save()
     hand_in(ended, "check", {"consistent": True}, t0 + HOUR)

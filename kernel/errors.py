@@ -1,47 +1,53 @@
 """The one error type of the protocol (spec §4.3). Transports turn it into the envelope."""
 
-from collections.abc import Callable
+from enum import StrEnum
 
-INVALID = "invalid"
-NOT_ACCEPTED = "not_accepted"
-STALE = "stale"
-CONFLICT = "conflict"
-FORBIDDEN = "forbidden"
-NOT_FOUND = "not_found"
-RETRY = "retry"
 
+class ErrorCode(StrEnum):
+    """`error.code` of the envelope (spec §4.3)."""
+
+    INVALID = "invalid"
+    NOT_ACCEPTED = "not_accepted"
+    STALE = "stale"
+    CONFLICT = "conflict"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    RETRY = "retry"
+
+
+class ConflictIssue(StrEnum):
+    """The `issues` entry that says which conflict (tools.md: claim, decide, every write)."""
+
+    RUN_ENDED = "run_ended"
+    ALREADY_DECIDED = "already_decided"
+    CLAIMED_BY_OTHER = "claimed_by_other"
+    CLAIMED_BY_YOU = "claimed_by_you"
+    NOT_READY = "not_ready"
+
+
+# DESIGN.md: the HTTP status of each code on REST (401 is for a missing or unknown credential).
 HTTP_STATUS = {
-    INVALID: 400,
-    FORBIDDEN: 403,
-    NOT_FOUND: 404,
-    CONFLICT: 409,
-    STALE: 409,
-    NOT_ACCEPTED: 422,
-    RETRY: 503,
+    ErrorCode.INVALID: 400,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.STALE: 409,
+    ErrorCode.NOT_ACCEPTED: 422,
+    ErrorCode.RETRY: 503,
 }
-
-RUN_ENDED = "run_ended"
-ALREADY_DECIDED = "already_decided"
-CLAIMED_BY_OTHER = "claimed_by_other"
-CLAIMED_BY_YOU = "claimed_by_you"
-NOT_READY = "not_ready"
 
 
 class ToolError(Exception):
-    def __init__(self, code: str, message: str, issues: list[str] | None = None,
-                 after_rollback: Callable[[], None] | None = None):
+    def __init__(self, code: ErrorCode | str, message: str, issues: list[str] | None = None):
         super().__init__(message)
-        self.code = code
+        self.code = ErrorCode(code)
         self.message = message
         self.issues = issues
-        # Work to record after the failed call's transaction rolled back, e.g. handoff.issues
-        # for the next attempt after a refused submission (spec §3.3); run data never changes.
-        self.after_rollback = after_rollback
 
     def envelope(self) -> dict:
-        error = {"code": self.code, "message": self.message}
+        error = {"code": self.code.value, "message": self.message}
         if self.issues is not None:
-            error["issues"] = list(self.issues)
+            error["issues"] = [str(issue) for issue in self.issues]
         return {"ok": False, "error": error}
 
     @property
@@ -50,28 +56,32 @@ class ToolError(Exception):
 
 
 def invalid(message: str, issues: list[str] | None = None) -> ToolError:
-    return ToolError(INVALID, message, issues)
+    return ToolError(ErrorCode.INVALID, message, issues)
 
 
 def not_found(message: str) -> ToolError:
-    return ToolError(NOT_FOUND, message)
+    return ToolError(ErrorCode.NOT_FOUND, message)
 
 
 def forbidden(message: str) -> ToolError:
-    return ToolError(FORBIDDEN, message)
+    return ToolError(ErrorCode.FORBIDDEN, message)
 
 
 def stale(message: str) -> ToolError:
-    return ToolError(STALE, message)
+    return ToolError(ErrorCode.STALE, message)
 
 
-def conflict(issue: str, message: str) -> ToolError:
-    return ToolError(CONFLICT, message, [issue])
+def retry(message: str) -> ToolError:
+    return ToolError(ErrorCode.RETRY, message)
+
+
+def conflict(issue: ConflictIssue | str, message: str) -> ToolError:
+    return ToolError(ErrorCode.CONFLICT, message, [issue])
 
 
 def run_ended() -> ToolError:
-    return conflict(RUN_ENDED, "the run has ended; no more writes are accepted")
+    return conflict(ConflictIssue.RUN_ENDED, "the run has ended; no more writes are accepted")
 
 
-def not_accepted(issues: list[str], after_rollback=None) -> ToolError:
-    return ToolError(NOT_ACCEPTED, "the submission was not accepted; nothing changed", issues, after_rollback)
+def not_accepted(issues: list[str]) -> ToolError:
+    return ToolError(ErrorCode.NOT_ACCEPTED, "the submission was not accepted; nothing changed", issues)

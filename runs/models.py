@@ -10,19 +10,10 @@ from django.db import models
 from django.db.models import Q
 
 from kernel.models import Organization
+from kernel.states import CLAIMABLE, ENDED_STATES, UNFINISHED, Decision, RunState, StepStatus, WorkItemState  # noqa: F401 (re-exported: the words of the rows below)
 from processes.models import ProcessVersion
 
 from .ids import new_run_id, new_upload_id, new_work_item_id
-
-
-class RunState(models.TextChoices):
-    ACTIVE = "active"
-    WAITING = "waiting"
-    ENDED = "ended"
-    CANCELLED = "cancelled"
-
-
-ENDED_STATES = (RunState.ENDED, RunState.CANCELLED)
 
 
 class Run(models.Model):
@@ -74,7 +65,7 @@ class StepState(models.Model):
     step_id = models.CharField(max_length=64)
     position = models.PositiveSmallIntegerField()
     kind = models.CharField(max_length=16)
-    state = models.CharField(max_length=16, null=True, blank=True)
+    state = models.CharField(max_length=16, null=True, blank=True, choices=StepStatus.choices)  # None: not reached
     ready_since = models.DateTimeField(null=True, blank=True)
     activated_seq = models.PositiveIntegerField(null=True, blank=True)
     completed_seq = models.PositiveIntegerField(null=True, blank=True)
@@ -100,36 +91,30 @@ class StepState(models.Model):
             models.Index(
                 fields=["organization", "ready_since", "id"],
                 name="step_claimable",
-                condition=Q(kind="agent", state__in=["ready", "claimed"]),
+                condition=Q(kind="agent", state__in=list(CLAIMABLE)),
             ),
             models.Index(
                 fields=["organization", "process_name", "ready_since", "id"],
                 name="step_claimable_process",
-                condition=Q(kind="agent", state__in=["ready", "claimed"]),
+                condition=Q(kind="agent", state__in=list(CLAIMABLE)),
             ),
             # Sweeps: work proportional to what is due, not to the table.
-            models.Index(fields=["lease_expires_at"], name="step_lease_expiry", condition=Q(state="claimed")),
-            models.Index(fields=["wake_at"], name="step_timer", condition=Q(state="waiting", wake_at__isnull=False)),
+            models.Index(fields=["lease_expires_at"], name="step_lease_expiry", condition=Q(state=StepStatus.CLAIMED)),
+            models.Index(fields=["wake_at"], name="step_timer", condition=Q(state=StepStatus.WAITING, wake_at__isnull=False)),
             models.Index(
                 fields=["organization", "due_at"],
                 name="step_agent_due",
-                condition=Q(kind="agent", state__in=["ready", "claimed"], due_at__isnull=False),
+                condition=Q(kind="agent", state__in=list(CLAIMABLE), due_at__isnull=False),
             ),
             models.Index(
                 fields=["due_at"],
                 name="step_due",
-                condition=Q(due_at__isnull=False, due_notified_at__isnull=True, state__in=["ready", "claimed", "waiting"]),
+                condition=Q(due_at__isnull=False, due_notified_at__isnull=True, state__in=list(UNFINISHED)),
             ),
         ]
 
     def __str__(self):
         return f"{self.run_id}/{self.step_id}"
-
-
-class WorkItemState(models.TextChoices):
-    OPEN = "open"
-    DECIDED = "decided"
-    REMOVED = "removed"
 
 
 class WorkItem(models.Model):

@@ -3,7 +3,7 @@
 from kernel.clock import iso
 from processes.definition import Definition, definition_for
 
-from .models import Run, StepState, WorkItem
+from .models import UNFINISHED, Run, StepState, WorkItem
 from .services import rundata
 from .services.decisions import decisions_for
 from .services.engine import effective_handoff, visible_state
@@ -32,7 +32,7 @@ def data_view(run: Run) -> dict:
 
 def step_row(state: StepState, now) -> dict:
     row = {"id": state.step_id, "kind": state.kind, "state": visible_state(state, now)}
-    if state.due_at is not None and state.state in ("ready", "claimed", "waiting"):
+    if state.due_at is not None and state.state in UNFINISHED:
         row["due"] = iso(state.due_at)
         row["overdue"] = state.due_at <= now
     return row

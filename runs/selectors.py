@@ -5,11 +5,10 @@ import datetime as dt
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
-from kernel import paging
+from kernel import paging, sql
 from kernel.identity import Identity
 
-from kernel import sql
-from .models import Run, StepState, WorkItem, WorkItemState
+from .models import Run, StepState, StepStatus, WorkItem, WorkItemState
 
 
 def _after(cursor: str | None, time_field: str, descending: bool = False) -> Q:
@@ -35,8 +34,9 @@ def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, 
     or claimed with a lapsed lease. Hand-written SQL (runs/sql.py) on the partial index
     step_claimable(_process); keyset-paged."""
     params = [identity.organization.id, sql.adapt(StepState, "lease_expires_at", now)]
-    conditions = ["s.organization_id = %s", "s.kind = 'agent'", "s.state IN ('ready', 'claimed')",
-                  "(s.state = 'ready' OR s.lease_expires_at <= %s)"]
+    ready, claimed = StepStatus.READY, StepStatus.CLAIMED  # the partial index's predicate, word for word
+    conditions = ["s.organization_id = %s", "s.kind = 'agent'", f"s.state IN ('{ready}', '{claimed}')",
+                  f"(s.state = '{ready}' OR s.lease_expires_at <= %s)"]
     if process:
         conditions.append("s.process_name = %s")
         params.append(process)

@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from kernel.states import UNFINISHED
 from processes.maps import humanize
 
 RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
@@ -130,6 +131,10 @@ class StepPanel:
     @property
     def title(self) -> str:
         return humanize(self.id)
+
+    @property
+    def in_progress(self) -> bool:
+        return self.state in UNFINISHED
 
     @property
     def kind_label(self) -> str:

@@ -11,7 +11,7 @@ from django.db.models import Count, F, Q, TextField
 from django.db.models.functions import Cast
 
 from kernel.identity import Identity
-from runs.models import StepState, WorkItem, WorkItemState
+from runs.models import CLAIMABLE, StepState, WorkItem, WorkItemState
 from runs.selectors import open_items_for
 
 PAGE_SIZE = 50
@@ -124,7 +124,7 @@ def overdue_work_items(identity: Identity, *, now, limit: int = QUEUE_LIMIT):
 def overdue_agent_steps(identity: Identity, *, now, limit: int = QUEUE_LIMIT):
     """Ready or claimed agent steps past due, most overdue first; (rows, total)."""
     steps = StepState.objects.filter(
-        organization=identity.organization, kind="agent", state__in=["ready", "claimed"],
+        organization=identity.organization, kind="agent", state__in=CLAIMABLE,
         due_at__isnull=False, due_at__lte=now,
     )
     total = steps.count()

@@ -19,25 +19,25 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from api.tools import call_tool
 from kernel import clock
-from kernel.errors import ALREADY_DECIDED, HTTP_STATUS, RUN_ENDED
+from kernel.errors import HTTP_STATUS, ConflictIssue
 from kernel.identity import person_identity, revoke_token
 from kernel.models import ApiToken
-from api.tools import call_tool
 from processes import maps
-from processes.maps import humanize
 from processes.definition import definition_for, definitions_for
-from runs.selectors import is_assigned
+from processes.maps import humanize
 from processes.models import ProcessVersion
 from processes.rendering import render_markdown
-from runs.models import WorkItemState
+from runs.models import ENDED_STATES, RunState, WorkItemState
 from runs.presenters import decisions_for
+from runs.selectors import is_assigned
 
 from . import presenting, selectors
 from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, parse_number, read_widgets
 from .selectors import KIND_FILTERS, InboxFilters
 
-RUN_STATES = ("active", "waiting", "ended", "cancelled")
+RUN_STATES = tuple(RunState.values)
 RUNS_PAGE = 50
 
 
@@ -256,14 +256,14 @@ def _decide(request, identity, item):
 def _after_refusal(request, identity, item, form, error, request_id, post):
     code, issues = error["code"], error.get("issues") or []
     status = HTTP_STATUS.get(code, 400)
-    if code == "conflict" and ALREADY_DECIDED in issues:
+    if code == "conflict" and ConflictIssue.ALREADY_DECIDED in issues:
         item.refresh_from_db()
         banner = {"kind": "warning", "title": "Someone already decided this item",
                   "message": f"{item.decided_by} decided it ({item.decision}) at "
                              f"{item.decided_at:%Y-%m-%d %H:%M UTC}. Your decision was not applied.",
                   "detail": error["message"]}
         return _rerender(request, identity, item, form, banner=banner, status=status)
-    if code == "conflict" and RUN_ENDED in issues:
+    if code == "conflict" and ConflictIssue.RUN_ENDED in issues:
         banner = {"kind": "warning", "title": "The run has ended",
                   "message": "Your decision was not applied: the run ended or was cancelled.",
                   "detail": error["message"]}
@@ -369,7 +369,7 @@ def run_detail(request, identity, run_id: str):
         "panels": presenting.step_panels(view), "timeline": presenting.timeline(view),
         "work_items": view["workItems"], "body_html": render_markdown(view["body"]),
         "map_svg": map_svg, "mermaid": maps.mermaid(frontmatter) if frontmatter else "",
-        "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] in ("active", "waiting"),
+        "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] not in ENDED_STATES,
     })
 
 

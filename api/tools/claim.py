@@ -7,7 +7,7 @@ from runs.services.leases import claimable
 from .registry import tool
 
 
-def _read_step(identity, arguments, now):
+def _read_step(identity, arguments, now, write):
     return claimable(identity=identity, run_id=arguments["runId"], step_id=arguments["stepId"], now=now)
 
 

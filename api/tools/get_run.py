@@ -6,5 +6,5 @@ from .registry import tool
 
 @tool("get_run", write=False, description="The run view: run data, step states, open work items, body. Never a token.")
 def get_run(identity, arguments, now) -> dict:
-    ctx = RunContext.load(organization=identity.organization, run_id=arguments["runId"], now=now, lock=False)
+    ctx = RunContext.read(organization=identity.organization, run_id=arguments["runId"], now=now)
     return context_view(ctx)

@@ -1,13 +1,9 @@
-from kernel import paging
-from processes.definition import Definition, definitions_for
-from processes.models import Process
+from processes.selectors import published
 
 from .registry import tool
 
-PAGE = 50
 
-
-def process_entry(process: Process, definition: Definition) -> dict:
+def process_entry(process, definition) -> dict:
     entry = {
         "name": process.name,
         "description": definition.description,
@@ -21,13 +17,5 @@ def process_entry(process: Process, definition: Definition) -> dict:
 
 @tool("list_processes", write=False, description="Published processes: name, description, version, inputs, requires.")
 def list_processes(identity, arguments, now) -> dict:
-    processes = Process.objects.filter(organization=identity.organization, latest_version__isnull=False)
-    if arguments.get("cursor"):
-        (after,) = paging.decode(arguments["cursor"], str)
-        processes = processes.filter(name__gt=after)
-    rows = list(processes.select_related("latest_version").only("name", "latest_version__number")
-                .order_by("name")[: PAGE + 1])
-    next_cursor = paging.encode(rows[PAGE - 1].name) if len(rows) > PAGE else None
-    rows = rows[:PAGE]
-    definitions = definitions_for(p.latest_version_id for p in rows)
-    return {"items": [process_entry(p, definitions[p.latest_version_id]) for p in rows], "nextCursor": next_cursor}
+    rows, next_cursor = published(identity.organization, cursor=arguments.get("cursor"))
+    return {"items": [process_entry(process, definition) for process, definition in rows], "nextCursor": next_cursor}

@@ -1,8 +1,10 @@
 """The tool layer every transport calls: REST, MCP and the browser inbox (in process).
 
-A tool is a function (identity, arguments, now) -> result data. This module checks the
-arguments against the tool's JSON Schema first (a broken schema is `invalid`, spec §6 rule 3),
-wraps writes in the idempotency mechanism, and turns everything into the spec's envelope.
+A tool unpacks its arguments into a service's typed keyword arguments and presents the result:
+a function (identity, arguments, now) -> result data. This module checks the arguments against
+the tool's JSON Schema first (a broken schema is `invalid`, spec §6 rule 3), hands every write to
+the unit of work (runs/services/writes.py: replay, prepare, transaction, idempotency record), and
+turns everything into the spec's envelope.
 """
 
 import json
@@ -16,10 +18,10 @@ from jsonschema import Draft202012Validator
 
 from kernel import clock
 from kernel.capabilities import offered_tools
-from kernel.errors import RETRY, ToolError, invalid, not_found
+from kernel.errors import ToolError, invalid, not_found, retry
 from kernel.identity import Identity
+from runs.services import writes
 
-from .idempotency import run_write
 
 log = logging.getLogger(__name__)
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "core-2"
@@ -31,11 +33,12 @@ class Tool:
     handler: Callable[[Identity, dict, object], dict]
     write: bool
     description: str
-    lookup_first: bool = False
+    # Look the requestId up before anything else (a write whose work must not be done twice).
+    replay_first: bool = False
     # Work done before the write's transaction (a read that may refuse the call, asking the check
-    # evaluator); its result is passed to the handler as `prepared`. A refusal it raises is answered
-    # like the write's own (a stored result for a replayed requestId wins).
-    prepare: Callable[[Identity, dict, object], object] | None = None
+    # evaluator): (identity, arguments, now, write) -> what the handler gets as `prepared`. A
+    # refusal it raises is answered like the write's own (a stored result for the requestId wins).
+    prepare: Callable[[Identity, dict, object, writes.Write], object] | None = None
 
     @property
     def arguments_schema(self) -> dict:
@@ -50,10 +53,10 @@ TOOLS: dict[str, Tool] = {}
 _validators: dict[str, Draft202012Validator] = {}
 
 
-def tool(name: str, *, write: bool, description: str, lookup_first: bool = False, prepare=None):
+def tool(name: str, *, write: bool, description: str, replay_first: bool = False, prepare=None):
     def register(handler):
         TOOLS[name] = Tool(name=name, handler=handler, write=write, description=description,
-                           lookup_first=lookup_first, prepare=prepare)
+                           replay_first=replay_first, prepare=prepare)
         return handler
 
     return register
@@ -150,11 +153,11 @@ def call_tool(identity: Identity, name: str, arguments) -> dict:
             raise invalid(f"the arguments do not match the {name} schema", issues)
         now = clock.now()
         if found.write:
-            prepare = (lambda: found.prepare(identity, arguments, now)) if found.prepare else None
-            data = run_write(identity=identity, tool=name, arguments=arguments, now=now, prepare=prepare,
-                             action=lambda prepared: found.handler(
-                                 identity, arguments, now, **({"prepared": prepared} if prepare else {})),
-                             lookup_first=found.lookup_first)
+            prepare = (lambda write: found.prepare(identity, arguments, now, write)) if found.prepare else None
+            data = writes.perform(
+                writes.Write(identity=identity, operation=name, arguments=arguments, now=now),
+                lambda prepared: found.handler(identity, arguments, now, **({"prepared": prepared} if prepare else {})),
+                prepare=prepare, replay_first=found.replay_first)
         else:
             data = found.handler(identity, arguments, now)
         return {"ok": True, "data": data}
@@ -162,10 +165,10 @@ def call_tool(identity: Identity, name: str, arguments) -> dict:
         return error.envelope()
     except OperationalError:
         log.warning("database busy during %s", name, exc_info=True)
-        return ToolError(RETRY, "the server is busy; retry with the same requestId").envelope()
+        return retry("the server is busy; retry with the same requestId").envelope()
     except DatabaseError:
         log.exception("database error during %s", name)
-        return ToolError(RETRY, "the server could not complete this call; retry with the same requestId").envelope()
+        return retry("the server could not complete this call; retry with the same requestId").envelope()
     except Exception:  # noqa: BLE001 - the envelope contract: never a 500, never a half-applied write
         log.exception("unexpected error during %s", name)
-        return ToolError(RETRY, "the server could not complete this call; retry with the same requestId").envelope()
+        return retry("the server could not complete this call; retry with the same requestId").envelope()

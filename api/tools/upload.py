@@ -4,7 +4,7 @@ from .registry import tool
 
 
 # Looked up before acting: a replay must not write the bytes to storage a second time.
-@tool("upload", write=True, lookup_first=True, description="Store a file (base64) as evidence; returns its id and SHA-256.")
+@tool("upload", write=True, replay_first=True, description="Store a file (base64) as evidence; returns its id and SHA-256.")
 def upload(identity, arguments, now) -> dict:
     row = store(identity=identity, file_name=arguments["fileName"], content_type=arguments["contentType"],
                 content_base64=arguments["contentBase64"], now=now)

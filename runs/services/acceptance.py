@@ -7,7 +7,6 @@ import copy
 import hashlib
 
 from kernel.clock import iso
-
 from processes.definition import StepDef
 from processes.fields import check_fields
 

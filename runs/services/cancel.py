@@ -1,5 +1,7 @@
 """cancel (spec §3.5): an operator ends an active or waiting run with a reason."""
 
+from django.db import transaction
+
 from kernel.errors import forbidden, invalid
 from kernel.identity import Identity
 
@@ -7,10 +9,11 @@ from ..models import RunState
 from .engine import RunContext
 
 
+@transaction.atomic(savepoint=False)
 def cancel(*, identity: Identity, run_id: str, reason: str, now) -> RunContext:
     if not reason.strip():
         raise invalid("a cancel needs a reason", ["reason: required"])
-    ctx = RunContext.load(organization=identity.organization, run_id=run_id, now=now)
+    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now)
     ctx.ensure_open()
     if not identity.is_operator:
         raise forbidden("only the organization's operators cancel runs")

@@ -9,7 +9,7 @@ import json
 from django.conf import settings
 
 from kernel.clock import iso
-from kernel.errors import RETRY, ToolError
+from kernel.errors import ErrorCode, ToolError
 from processes.definition import StepDef
 
 from .evaluator import Answer, EvaluatorError, configured_evaluator
@@ -113,7 +113,7 @@ def evaluate(ctx, step: StepDef, record: dict) -> dict:
         verdict = max((r["result"] for r in results), key=RANK.__getitem__, default="pass")
     except EvaluatorError as error:
         if not step.advisory:
-            raise ToolError(RETRY, "the check evaluator did not answer; submit again with the same requestId",
+            raise ToolError(ErrorCode.RETRY, "the check evaluator did not answer; submit again with the same requestId",
                             [f"check: {error}"]) from error
         verdict = "error"
         results = [{"ask": q["ask"], "kind": kind_of(q), "answer": None, "result": "unsure"} for q in questions]

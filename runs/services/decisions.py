@@ -1,21 +1,24 @@
 """decide (spec §3.4, tools.md): a person completes a work item, under the same rules as submit."""
 
+from django.db import transaction
+
 from kernel.clock import iso
-from kernel.errors import ALREADY_DECIDED, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
+from kernel.errors import ConflictIssue, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
 from kernel.identity import Identity
 
-from ..models import IdempotencyRecord, WorkItem, WorkItemState
+from ..models import Decision, WorkItem, WorkItemState
 from ..selectors import is_assigned
 from . import checks
 from .acceptance import accept
 from .engine import RunContext
 from .submissions import settle_check
+from .writes import Write
 
-NEEDS_NOTE = ("rejected", "returned", "failed")
-ESCALATION_DECISIONS = ["returned", "completed", "failed"]
+NEEDS_NOTE = (Decision.REJECTED, Decision.RETURNED, Decision.FAILED)
+ESCALATION_DECISIONS = [Decision.RETURNED, Decision.COMPLETED, Decision.FAILED]
 DECISIONS = {
-    "task": ["completed", "failed"],
-    "approve": ["approved", "rejected", "failed"],
+    "task": [Decision.COMPLETED, Decision.FAILED],
+    "approve": [Decision.APPROVED, Decision.REJECTED, Decision.FAILED],
     "agent": ESCALATION_DECISIONS,  # an agent step only reaches a person by escalation
 }
 
@@ -23,13 +26,14 @@ DECISIONS = {
 def decisions_for(item: WorkItem) -> list[str]:
     """What a work item accepts (tools.md): an escalated step, whatever its kind, is returned,
     completed or failed."""
-    return list(ESCALATION_DECISIONS) if item.escalation is not None else list(DECISIONS[item.kind])
+    allowed = ESCALATION_DECISIONS if item.escalation is not None else DECISIONS[item.kind]
+    return [decision.value for decision in allowed]  # plain strings on the wire
 
 
 def argument_issues(*, decision, output, evidence, summary, next_choice, reason, note) -> list[str]:
     """Combinations tools.md makes `invalid`, whatever the item."""
     issues = []
-    if decision != "completed":
+    if decision != Decision.COMPLETED:
         issues += [f"{name}: only with decision completed" for name, value in
                    (("output", output), ("evidence", evidence), ("summary", summary), ("next", next_choice),
                     ("reason", reason)) if value is not None]
@@ -41,7 +45,7 @@ def argument_issues(*, decision, output, evidence, summary, next_choice, reason,
 def _item(ctx: RunContext, work_item_id: str) -> WorkItem:
     item = WorkItem.objects.filter(pk=work_item_id, run=ctx.run).first()
     if item is not None and item.state == WorkItemState.DECIDED:
-        raise conflict(ALREADY_DECIDED, f"this work item was already decided ({item.decision}) by {item.decided_by} "
+        raise conflict(ConflictIssue.ALREADY_DECIDED, f"this work item was already decided ({item.decision}) by {item.decided_by} "
                                         f"at {item.decided_at:%Y-%m-%dT%H:%M:%SZ}")
     if item is None or item.state != WorkItemState.OPEN:
         raise not_found(f"run {ctx.run.id} has no work item {work_item_id}")
@@ -55,6 +59,7 @@ def _check_person(identity: Identity, item: WorkItem) -> None:
         raise forbidden("this work item is not assigned to you")
 
 
+@transaction.atomic(savepoint=False)
 def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str, decision: str, output=None,
            evidence=None, summary=None, next_choice=None, reason=None, note=None, now,
            verdict: dict | None = None) -> RunContext:
@@ -62,7 +67,7 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
                              next_choice=next_choice, reason=reason, note=note)
     if issues:
         raise invalid("these arguments do not go with this decision", issues)
-    ctx = RunContext.load(organization=identity.organization, run_id=run_id, now=now)
+    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now)
     ctx.ensure_open()
     item = _item(ctx, work_item_id)
     if snapshot != ctx.run.snapshot:
@@ -78,19 +83,19 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
     step = ctx.step(item.step_id)
     by = identity.ref
     ctx.close_item(item, decision=decision, by=by)
-    if decision == "completed":
+    if decision == Decision.COMPLETED:
         _complete(ctx, item, step, by=by, output=output, evidence=evidence, summary=summary,
                   next_choice=next_choice, reason=reason, verdict=verdict)
-    elif decision == "approved":
+    elif decision == Decision.APPROVED:
         record = {"decision": "approved", "by": by, "at": iso(ctx.now)}
         if note is not None:
             record["note"] = note
         ctx.complete(step.id, record)
-    elif decision == "rejected":
+    elif decision == Decision.REJECTED:
         ctx.reject(step.id, note=note, by=by)
-    elif decision == "returned":
+    elif decision == Decision.RETURNED:
         ctx.return_escalated(step.id, note=note, by=by)
-    elif decision == "failed":
+    elif decision == Decision.FAILED:
         ctx.release_candidate(step.id)
         ctx.fail_step(step.id, by=by, note=note)
     else:  # pragma: no cover - the schema allows only the five decisions
@@ -124,28 +129,27 @@ def _complete(ctx: RunContext, item: WorkItem, step, *, by, output, evidence, su
     ctx.complete(step.id, record, route=next_choice if step.routes else None)
 
 
-def check_before_decide(identity: Identity, arguments: dict, now) -> dict | None:
-    """Outside the write's transaction: the check verdict for a person completing an ordinary task
-    that has a check (an escalated step is not checked again)."""
-    if arguments.get("decision") != "completed":
+def check_before_decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str, decision: str,
+                        output, evidence, summary, next_choice, reason, now, write: Write) -> dict | None:
+    """Before the write's transaction: the check verdict for a person completing an ordinary task
+    that has a check (an escalated step is not checked again). None when there is nothing to check
+    (or the write is a replay); the write itself then reports any error."""
+    if decision != Decision.COMPLETED:
         return None
     try:
-        if IdempotencyRecord.objects.filter(organization=identity.organization,
-                                            request_id=arguments["requestId"]).exists():
+        if write.replayed:
             return None
-        ctx = RunContext.load(organization=identity.organization, run_id=arguments["runId"], now=now, lock=False)
+        ctx = RunContext.read(organization=identity.organization, run_id=run_id, now=now)
     except ToolError:
         return None
-    item = WorkItem.objects.filter(pk=arguments["workItemId"], run=ctx.run, state=WorkItemState.OPEN).first()
+    item = WorkItem.objects.filter(pk=work_item_id, run=ctx.run, state=WorkItemState.OPEN).first()
     if item is None or item.escalation is not None or ctx.run.is_over:
         return None
     step = ctx.step(item.step_id)
-    if not step.check or arguments.get("snapshot") != ctx.run.snapshot:
+    if not step.check or snapshot != ctx.run.snapshot:
         return None
-    issues, record = accept(ctx=ctx, step=step, output=arguments.get("output") or {},
-                            evidence=arguments.get("evidence"), summary=arguments.get("summary"),
-                            next_choice=arguments.get("next"), reason=arguments.get("reason"), by=identity.ref,
-                            summary_required=False)
+    issues, record = accept(ctx=ctx, step=step, output=output or {}, evidence=evidence, summary=summary,
+                            next_choice=next_choice, reason=reason, by=identity.ref, summary_required=False)
     if issues:
         return None
     return checks.evaluate(ctx, step, record)

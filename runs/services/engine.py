@@ -11,17 +11,25 @@ from collections import deque
 
 from django.contrib.auth import get_user_model
 
-from kernel import clock
+from kernel import clock, sql
 from kernel.errors import not_found, run_ended
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
 
-from kernel import sql
-from ..models import ENDED_STATES, Event, Run, RunState, StepState, WorkItem, WorkItemState
-from . import rundata
+from ..models import (
+    CLAIMABLE,
+    ENDED_STATES,
+    UNFINISHED,
+    Event,
+    Run,
+    RunState,
+    StepState,
+    StepStatus,
+    WorkItem,
+    WorkItemState,
+)
+from . import locks, rundata
 
-READY, CLAIMED, WAITING, DONE, FAILED, CANCELLED = "ready", "claimed", "waiting", "done", "failed", "cancelled"
-UNFINISHED = (READY, CLAIMED, WAITING)
 SERVER = "server"
 
 STATE_FIELDS = [
@@ -41,11 +49,11 @@ def _values(state: StepState) -> tuple:
 
 def lapsed(state: StepState, now: dt.datetime) -> bool:
     """A claim whose lease has ended counts as ready at once (spec §3.3), sweep or no sweep."""
-    return state.state == CLAIMED and state.lease_expires_at is not None and state.lease_expires_at <= now
+    return state.state == StepStatus.CLAIMED and state.lease_expires_at is not None and state.lease_expires_at <= now
 
 
 def visible_state(state: StepState, now: dt.datetime) -> str | None:
-    return READY if lapsed(state, now) else state.state
+    return StepStatus.READY if lapsed(state, now) else state.state
 
 
 def effective_handoff(state: StepState, now: dt.datetime) -> dict | None:
@@ -73,24 +81,21 @@ class RunContext:
 
     # --- loading --------------------------------------------------------------------------
     @classmethod
-    def load(cls, *, organization, run_id: str, now=None, lock: bool = True,
-             skip_locked: bool = False) -> "RunContext | None":
-        """Load a run of the organization (not_found otherwise), its row locked first so concurrent
-        writes to one run serialize. With skip_locked, None when another transaction holds it."""
-        suffix = sql.for_update() if lock else ""
-        if suffix and skip_locked:
-            suffix += " SKIP LOCKED"
-        runs = sql.select(Run, "id = %s AND organization_id = %s", [run_id, organization.id], suffix=suffix)
+    def for_write(cls, *, organization, run_id: str, now=None) -> "RunContext":
+        """The run of the organization (not_found otherwise) with its row and its steps' rows
+        locked (runs/services/locks.py), so concurrent writes to one run serialize."""
+        run, states = locks.run_for_write(organization=organization, run_id=run_id)
+        return cls(run, states, now)
+
+    @classmethod
+    def read(cls, *, organization, run_id: str, now=None) -> "RunContext":
+        """The run as it stands, without locks: for views, and for work done before a write."""
+        runs = sql.select(Run, "id = %s AND organization_id = %s", [run_id, organization.id])
         if not runs:
-            if skip_locked:
-                return None
             raise not_found(f"no run {run_id} in this organization")
         run = runs[0]
-        run.organization = organization  # already loaded with the caller's identity
-        # The step rows are locked too (after the run, always in that order): claim writes a step
-        # row without the run lock, and must wait for, then see, what this write does to it.
-        states = sql.select(StepState, "run_id = %s", [run.id], suffix=sql.for_update() if lock else "")
-        return cls(run, states, now)
+        run.organization = organization
+        return cls(run, sql.select(StepState, "run_id = %s ORDER BY id", [run.id]), now)
 
     def ensure_open(self) -> None:
         if self.run.state in ENDED_STATES:
@@ -112,7 +117,7 @@ class RunContext:
         if self.run.state in ENDED_STATES:
             return []
         if self._items is None:
-            waiting = any(s.state == WAITING and s.kind in ("task", "approve", "agent") for s in self.states.values())
+            waiting = any(s.state == StepStatus.WAITING and s.kind in ("task", "approve", "agent") for s in self.states.values())
             self._items = list(WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN)) if waiting else []
         new_ids = {item.id for item in self._new_items}
         closed = {item.id for item in self._closed_items}
@@ -135,7 +140,7 @@ class RunContext:
         """The step is done with `record` as its current completion; continue along its route."""
         step, state = self.step(step_id), self.states[step_id]
         target = route or step.next
-        state.state = DONE
+        state.state = StepStatus.DONE
         state.completed_seq = self._next_seq()
         state.routed_to = target
         self._clear_attempt(state)
@@ -159,7 +164,7 @@ class RunContext:
         fork_seq = self.states[parallel_id].activated_seq or 0
         for entry in parallel.entries:
             joined = any(
-                self.states[s.id].state == DONE
+                self.states[s.id].state == StepStatus.DONE
                 and self.states[s.id].routed_to == JOIN
                 and (self.states[s.id].completed_seq or 0) > fork_seq
                 for s in self.definition.steps
@@ -203,11 +208,11 @@ class RunContext:
         state.wake_at = None
 
     def _enter_agent(self, step, state):
-        state.state = READY
+        state.state = StepStatus.READY
         return None
 
     def _enter_task(self, step, state):
-        state.state = WAITING
+        state.state = StepStatus.WAITING
         assignment = self._assignment(step)
         if assignment is None:
             return None
@@ -218,7 +223,7 @@ class RunContext:
     _enter_approve = _enter_task
 
     def _enter_wait(self, step, state):
-        state.state = WAITING
+        state.state = StepStatus.WAITING
         state.wake_at = self.now + step.wait
         return None
 
@@ -232,12 +237,12 @@ class RunContext:
         if moment <= self.now:
             self._complete_wait(step, state)
             return None
-        state.state = WAITING
+        state.state = StepStatus.WAITING
         state.wake_at = moment
         return None
 
     def _enter_wait_for(self, step, state):
-        state.state = WAITING
+        state.state = StepStatus.WAITING
         event = None if self.run._state.adding else (  # a run being started has no events yet
             Event.objects.filter(run=self.run, name=step.value, consumed_by__isnull=True, discarded_at__isnull=True)
             .order_by("id")
@@ -250,14 +255,14 @@ class RunContext:
         return None
 
     def _enter_finish(self, step, state):
-        state.state = DONE
+        state.state = StepStatus.DONE
         state.completed_seq = self._next_seq()
         self.end(state=RunState.ENDED, outcome=step.value, by=SERVER, note=None)
         return None
 
     def _enter_parallel(self, step, state):
         # Fork (parallel-1 §3): the parallel step waits, every branch entry is ready in this write.
-        state.state = WAITING
+        state.state = StepStatus.WAITING
         return list(step.entries)
 
     # --- waits and events -------------------------------------------------------------------
@@ -285,7 +290,7 @@ class RunContext:
         """The wait_for step currently waiting for this event name, if any (oldest activation first)."""
         candidates = [
             self.step(s.step_id) for s in self.states.values()
-            if s.state == WAITING and s.kind == "wait_for" and self.step(s.step_id).value == name
+            if s.state == StepStatus.WAITING and s.kind == "wait_for" and self.step(s.step_id).value == name
         ]
         candidates.sort(key=lambda d: self.states[d.id].activated_seq or 0)
         return candidates[0] if candidates else None
@@ -329,7 +334,7 @@ class RunContext:
     def escalate(self, step_id: str, *, note: str, by: str) -> WorkItem:
         """The agent gives the step to a person: it waits on the operators' queue (spec §3.3)."""
         state = self.states[step_id]
-        state.state = WAITING
+        state.state = StepStatus.WAITING
         state.lease_gen += 1
         state.claimed_by = None
         state.lease_expires_at = None
@@ -349,7 +354,7 @@ class RunContext:
         """An approval is rejected: its decision and note become current, then the run goes back to
         on_reject, or ends `rejected` with the note when there is none (spec §3.2, §3.5)."""
         step, state = self.step(step_id), self.states[step_id]
-        state.state = DONE
+        state.state = StepStatus.DONE
         state.completed_seq = self._next_seq()
         self._touch(state)
         rundata.record_completion(self.steps_data, step_id,
@@ -374,7 +379,7 @@ class RunContext:
             if assignment is not None:
                 self._open_item(step, state, kind="task", group=assignment[0], person=assignment[1])
             return
-        state.state = READY
+        state.state = StepStatus.READY
         state.ready_since = self.now
 
     def hold_for_person(self, step_id: str, *, record: dict, verdict: dict) -> WorkItem:
@@ -386,7 +391,7 @@ class RunContext:
                            "previous_check": (entry or {}).get("check")}
         self.steps_data.setdefault(step_id, {"history": []})["check"] = verdict
         self._set_data_changed()
-        state.state = WAITING
+        state.state = StepStatus.WAITING
         state.lease_gen += 1
         state.claimed_by = None
         state.lease_expires_at = None
@@ -423,7 +428,7 @@ class RunContext:
         scope = [s for s in self.definition.steps if s.branch == target.branch] if target.parallel else self.definition.steps
         for step in scope:
             state = self.states[step.id]
-            if step.id in (approval_id, target_id) or state.state != DONE or (state.completed_seq or 0) <= since:
+            if step.id in (approval_id, target_id) or state.state != StepStatus.DONE or (state.completed_seq or 0) <= since:
                 continue
             entry = self.steps_data.get(step.id)
             if entry and rundata.retire_current(entry):
@@ -441,7 +446,7 @@ class RunContext:
                                                               "at": clock.iso(self.now)})
         self._set_data_changed()
         self.end(state=RunState.ENDED, outcome="failed", by=by, note=note)
-        state.state = FAILED
+        state.state = StepStatus.FAILED
         state.completed_seq = self._next_seq()
         self._touch(state)
 
@@ -455,7 +460,7 @@ class RunContext:
         run.ended_note = note
         for step_state in self.states.values():
             if step_state.state in UNFINISHED:
-                step_state.state = CANCELLED
+                step_state.state = StepStatus.CANCELLED
                 self._clear_attempt(step_state)
                 self._touch(step_state)
         for item in self._new_items:
@@ -466,7 +471,7 @@ class RunContext:
     def save(self) -> None:
         run = self.run
         if run.state not in ENDED_STATES:
-            busy = any(s.state in (READY, CLAIMED) for s in self.states.values())
+            busy = any(s.state in CLAIMABLE for s in self.states.values())
             run.state = RunState.ACTIVE if busy else RunState.WAITING
         if self._data_changed:
             run.snapshot = rundata.snapshot_of(run.inputs, run.steps_data)

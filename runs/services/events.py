@@ -2,6 +2,8 @@
 
 import re
 
+from django.db import transaction
+
 from kernel.errors import forbidden, invalid
 from kernel.identity import Identity
 
@@ -12,9 +14,10 @@ from .engine import RunContext
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
+@transaction.atomic(savepoint=False)
 def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None, now) -> str | None:
     """Deliver the event; returns the wait_for step that consumed it, or None when it is held."""
-    ctx = RunContext.load(organization=identity.organization, run_id=run_id, now=now)
+    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now)
     ctx.ensure_open()
     if not (identity.is_agent or identity.is_operator):
         raise forbidden("events come from agents and operators")

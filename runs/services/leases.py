@@ -4,11 +4,11 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import transaction
 
+from kernel import sql
 from kernel.errors import (
-    CLAIMED_BY_OTHER,
-    CLAIMED_BY_YOU,
-    NOT_READY,
+    ConflictIssue,
     conflict,
     forbidden,
     not_found,
@@ -18,10 +18,9 @@ from kernel.errors import (
 from kernel.identity import Identity
 from processes.definition import definition_for
 
-from kernel import sql
-from ..models import Run, StepState
+from ..models import CLAIMABLE, Run, StepState, StepStatus
 from . import tokens
-from .engine import CLAIMED, READY, effective_handoff, lapsed
+from .engine import effective_handoff, lapsed
 
 
 @dataclass
@@ -71,15 +70,16 @@ def claimable(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime
         raise forbidden("claim is for agent identities; people decide their work items")
     if state.kind != "agent":
         raise forbidden(f"{step_id} is a {state.kind} step; only agent steps are claimed")
-    if state.state == CLAIMED and not lapsed(state, now):
+    if state.state == StepStatus.CLAIMED and not lapsed(state, now):
         if state.claimed_by == identity.ref:
-            raise conflict(CLAIMED_BY_YOU, "you already hold a live claim on this step")
-        raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
-    if state.state not in (READY, CLAIMED):
-        raise conflict(NOT_READY, f"{step_id} is not ready")
+            raise conflict(ConflictIssue.CLAIMED_BY_YOU, "you already hold a live claim on this step")
+        raise conflict(ConflictIssue.CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
+    if state.state not in CLAIMABLE:
+        raise conflict(ConflictIssue.NOT_READY, f"{step_id} is not ready")
     return state
 
 
+@transaction.atomic(savepoint=False)
 def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime,
           found: StepState | None = None) -> Lease:
     """Take the step under a fresh lease. Optimistic: the UPDATE only lands if nobody moved since
@@ -92,19 +92,19 @@ def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime,
         expires_at = now + _lease_seconds()
         moved = sql.update_row(
             StepState, state.pk,
-            {"state": CLAIMED, "claimed_by": identity.ref, "lease_gen": generation, "lease_expires_at": expires_at,
+            {"state": StepStatus.CLAIMED, "claimed_by": identity.ref, "lease_gen": generation, "lease_expires_at": expires_at,
              "progress": None, "handoff": handoff},
             where={"lease_gen": state.lease_gen, "state": state.state},
         )
         if moved:
-            state.state, state.claimed_by, state.lease_gen = CLAIMED, identity.ref, generation
+            state.state, state.claimed_by, state.lease_gen = StepStatus.CLAIMED, identity.ref, generation
             state.lease_expires_at, state.progress, state.handoff = expires_at, None, handoff
             token = tokens.issue(organization_id=identity.organization.id, run_id=run_id, step_id=step_id,
                                  generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now,
                                  checked=_has_check(state))
             return Lease(token=token, expires_at=expires_at, state=state)
         state = None
-    raise conflict(CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
+    raise conflict(ConflictIssue.CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
 
 
 def check_lease(identity: Identity, lease: tokens.LeaseClaim, state: StepState | None, run: Run, now) -> StepState:
@@ -115,7 +115,7 @@ def check_lease(identity: Identity, lease: tokens.LeaseClaim, state: StepState |
         raise not_found(f"run {run.id} has no step {lease.step_id}")
     if lease.holder != identity.ref:
         raise forbidden("this token was issued to another identity")
-    if state.lease_gen != lease.generation or state.state != CLAIMED or lapsed(state, now):
+    if state.lease_gen != lease.generation or state.state != StepStatus.CLAIMED or lapsed(state, now):
         raise stale("the lease of this token ended or was replaced; call get_work again")
     return state
 
@@ -127,6 +127,7 @@ def verified_lease(identity: Identity, token: str) -> tokens.LeaseClaim:
     return lease
 
 
+@transaction.atomic(savepoint=False)
 def renew(*, identity: Identity, token: str, progress: str | None, now: dt.datetime) -> Lease:
     lease = verified_lease(identity, token)
     state = _load_step(identity, lease.run_id, lease.step_id)
@@ -136,7 +137,7 @@ def renew(*, identity: Identity, token: str, progress: str | None, now: dt.datet
     changes = {"lease_gen": generation, "lease_expires_at": expires_at}
     if progress is not None:
         changes["progress"] = progress
-    moved = sql.update_row(StepState, state.pk, changes, where={"lease_gen": state.lease_gen, "state": CLAIMED})
+    moved = sql.update_row(StepState, state.pk, changes, where={"lease_gen": state.lease_gen, "state": StepStatus.CLAIMED})
     if not moved:
         raise stale("the lease of this token ended or was replaced; call get_work again")
     new_token = tokens.issue(organization_id=identity.organization.id, run_id=lease.run_id, step_id=lease.step_id,

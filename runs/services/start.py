@@ -1,5 +1,7 @@
 """start_run (spec §3.2, tools.md): check inputs, pin the version, make the first step ready."""
 
+from django.db import transaction
+
 from kernel.errors import invalid, not_found
 from kernel.identity import Identity
 from processes.definition import definition_for
@@ -11,6 +13,7 @@ from . import rundata
 from .engine import RunContext
 
 
+@transaction.atomic(savepoint=False)
 def start_run(*, identity: Identity, process: str, version: int | None, inputs: dict, mode: str, now) -> RunContext:
     organization = identity.organization
     found = Process.objects.filter(organization=organization, name=process).first()

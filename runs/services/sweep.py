@@ -12,8 +12,9 @@ from django.db import connection, transaction
 from kernel import sql
 from kernel.organizations import organization_by_id
 
-from ..models import Run, StepState
-from .engine import UNFINISHED, WAITING, RunContext
+from ..models import UNFINISHED, StepState, StepStatus
+from . import locks
+from .engine import RunContext
 from .notifications import OverdueNotice, overdue_notices, send_overdue_notices
 
 log = logging.getLogger(__name__)
@@ -49,22 +50,18 @@ def sweep_leases(now: dt.datetime) -> int:
     table = sql.table(StepState)
     if connection.vendor == "postgresql":
         with_progress = "COALESCE(handoff, '{}'::jsonb) || jsonb_build_object('progress', progress)"
-        pick = f"SELECT id FROM {table} WHERE state = 'claimed' AND lease_expires_at <= %s " \
-               "ORDER BY lease_expires_at LIMIT %s FOR UPDATE SKIP LOCKED"
-    else:  # SQLite: writers are serialized by IMMEDIATE transactions
+    else:
         with_progress = "json_set(COALESCE(handoff, '{}'), '$.progress', progress)"
-        pick = f"SELECT id FROM {table} WHERE state = 'claimed' AND lease_expires_at <= %s " \
-               "ORDER BY lease_expires_at LIMIT %s"
-    statement = (
-        f"UPDATE {table} SET state = 'ready', "
-        f"handoff = CASE WHEN progress IS NULL OR progress = '' THEN handoff ELSE {with_progress} END, "
-        "claimed_by = NULL, lease_expires_at = NULL, progress = NULL, lease_gen = lease_gen + 1 "
-        f"WHERE id IN ({pick})"
-    )
     released = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(statement, [sql.adapt(StepState, "lease_expires_at", now), BATCH])
+            pick = (f"SELECT id FROM {table} WHERE state = '{StepStatus.CLAIMED}' AND lease_expires_at <= %s "
+                    f"ORDER BY lease_expires_at LIMIT %s{locks.skip_locked_subquery()}")
+            cursor.execute(
+                f"UPDATE {table} SET state = '{StepStatus.READY}', "
+                f"handoff = CASE WHEN progress IS NULL OR progress = '' THEN handoff ELSE {with_progress} END, "
+                "claimed_by = NULL, lease_expires_at = NULL, progress = NULL, lease_gen = lease_gen + 1 "
+                f"WHERE id IN ({pick})", [sql.adapt(StepState, "lease_expires_at", now), BATCH])
             count = cursor.rowcount
         released += count
         if count < BATCH:
@@ -77,7 +74,7 @@ def sweep_timers(now: dt.datetime) -> int:
     others), their steps loaded in one statement, each run moved on in memory and saved."""
     fired, seen = 0, set()
     while True:
-        due = [row for row in StepState.objects.filter(state=WAITING, wake_at__lte=now)
+        due = [row for row in StepState.objects.filter(state=StepStatus.WAITING, wake_at__lte=now)
                .order_by("wake_at").values_list("run_id", "organization_id", "step_id")[:BATCH]
                if (row[0], row[2]) not in seen]
         if not due:
@@ -94,15 +91,7 @@ def _fire_batch(due: list[tuple[str, int, str]], now: dt.datetime) -> int:
         organization_of[run_id] = organization_id
     fired = 0
     with transaction.atomic(), sql.batched_updates():
-        marks = ", ".join(["%s"] * len(steps_by_run))
-        lock = sql.for_update() + (" SKIP LOCKED" if sql.for_update() else "")
-        runs = sql.select(Run, f"id IN ({marks})", list(steps_by_run), suffix=lock)
-        if not runs:
-            return 0
-        states: dict[str, list[StepState]] = {}
-        for state in sql.select(StepState, f"run_id IN ({', '.join(['%s'] * len(runs))})", [r.id for r in runs],
-                                suffix=sql.for_update()):
-            states.setdefault(state.run_id, []).append(state)
+        runs, states = locks.runs_for_sweep(list(steps_by_run))
         for run in runs:
             if run.is_over:
                 continue
@@ -110,7 +99,7 @@ def _fire_batch(due: list[tuple[str, int, str]], now: dt.datetime) -> int:
             ctx = RunContext(run, states.get(run.id, []), now)
             for step_id in steps_by_run[run.id]:
                 state = ctx.states.get(step_id)
-                if state is None or state.state != WAITING or state.wake_at is None or state.wake_at > now:
+                if state is None or state.state != StepStatus.WAITING or state.wake_at is None or state.wake_at > now:
                     continue  # fired by another sweep, or moved on meanwhile
                 ctx.wake(step_id)
                 fired += 1
@@ -124,12 +113,10 @@ def sweep_dues(now: dt.datetime) -> tuple[int, list[OverdueNotice]]:
     notices: list[OverdueNotice] = []
     while True:
         with transaction.atomic():
-            crossed = list(
-                StepState.objects.select_for_update(skip_locked=True, of=("self",))
-                .select_related("run")
+            crossed = locks.crossed_dues(
+                StepState.objects.select_related("run")
                 .filter(due_at__lte=now, due_notified_at__isnull=True, state__in=UNFINISHED)
-                .order_by("due_at")[:BATCH]
-            )
+                .order_by("due_at"), BATCH)
             if crossed:
                 StepState.objects.filter(pk__in=[s.pk for s in crossed]).update(due_notified_at=now)
                 live = [s for s in crossed if s.run.mode != "test"]  # a test run is marked, never notified

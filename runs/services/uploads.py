@@ -6,6 +6,7 @@ import hashlib
 
 from django.conf import settings
 from django.core.files.base import ContentFile
+from django.db import transaction
 
 from kernel.errors import invalid
 from kernel.identity import Identity
@@ -13,6 +14,7 @@ from kernel.identity import Identity
 from ..models import Upload
 
 
+@transaction.atomic(savepoint=False)
 def upload(*, identity: Identity, file_name: str, content_type: str, content_base64: str, now) -> Upload:
     limit = settings.MAX_UPLOAD_BYTES
     if len(content_base64) > (limit + 2) // 3 * 4 + 4:

@@ -1,0 +1,176 @@
+"""The import contract (DESIGN.md "The inside"; issue 12): a layer imports only the layers below it.
+
+    project      agentprocess/  settings, urls, asgi, wsgi, celery (nothing imports it)
+    transports   api/ (REST, MCP, auth, OpenAPI, OAuth views), workqueue/, and every admin,
+                 management command, Celery task, view, URL conf and template tag module
+    tools        api/tools/  (no model imports: a tool calls a service and presents its result)
+    services     runs/services/, runs' selectors and presenters, processes/ (parse, validate,
+                 compile, publish, maps)
+    kernel       kernel/, and the models (and app configs, ids, migrations) of processes/ and runs/
+
+Every import of the project's own modules is read from the source (function-level imports too),
+every module must fall in a layer, and no two modules import each other in a cycle.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("agentprocess", "kernel", "api", "processes", "runs", "workqueue")
+LAYERS = ("kernel", "services", "tools", "transports", "project")
+TRANSPORT_MODULES = re.compile(
+    r"^api$|^(api\.(rest|rest_asgi|mcp|auth|openapi|threads|oauth)|workqueue)(\.|$)"
+    r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
+KERNEL_MODULES = re.compile(r"^kernel(\.|$)|^runs$|^(runs|processes)\.(apps|models|ids|migrations)(\.|$)")
+SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters)(\.|$)|^processes(\.|$)")
+
+
+def layer_of(module: str) -> str | None:
+    if module == "agentprocess" or module.startswith("agentprocess."):
+        return "project"
+    if TRANSPORT_MODULES.search(module):
+        return "transports"
+    if module == "api.tools" or module.startswith("api.tools."):
+        return "tools"
+    if KERNEL_MODULES.search(module):
+        return "kernel"
+    if SERVICE_MODULES.search(module):
+        return "services"
+    return None
+
+
+def project_modules(root: Path = ROOT) -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def imported_names(module: str, path: Path):
+    """(dotted name, line) of every import in the file, relative imports resolved."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            for alias in node.names:
+                yield f"{target}.{alias.name}", node.lineno
+
+
+def dependencies(modules: dict[str, Path]) -> dict[str, list[tuple[str, int]]]:
+    """module -> [(project module it imports, line)]; `from x import name` counts as x.name when
+    that is a module, else as x."""
+    graph = {}
+    for module, path in modules.items():
+        edges = []
+        for name, line in imported_names(module, path):
+            if name.split(".")[0] not in PACKAGES:
+                continue
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                edges.append((name, line))
+        graph[module] = edges
+    return graph
+
+
+def violations(root: Path = ROOT) -> list[str]:
+    modules = project_modules(root)
+    graph = dependencies(modules)
+    found = [f"{modules[m].relative_to(root)}: in no layer" for m in modules if layer_of(m) is None]
+    for module, edges in graph.items():
+        here = layer_of(module)
+        for target, line in edges:
+            there = layer_of(target)
+            where = f"{modules[module].relative_to(root)}:{line}"
+            if here and there and LAYERS.index(there) > LAYERS.index(here):
+                found.append(f"{where}: {module} ({here}) imports {target} ({there}), a layer above it")
+            if here == "tools" and target.endswith(".models"):
+                found.append(f"{where}: the tool {module} imports the models {target}; call a service or selector")
+    found += [f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph)]
+    return found
+
+
+def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on_stack, stack, result, counter = {}, {}, set(), [], [], [0]
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(graph.get(start, ())))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child, _line in children:
+                if child not in index:
+                    index[child] = low[child] = counter[0]
+                    counter[0] += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph.get(child, ()))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        result.append(sorted(component))
+    return result
+
+
+def test_every_module_imports_only_its_own_layer_and_the_layers_below():
+    assert violations() == []
+
+
+def test_the_contract_fails_on_a_planted_upward_import(tmp_path):
+    """The check itself can fail: a service importing the tool layer, a tool importing a model,
+    and a two-module cycle are each reported."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "runs" / "services").mkdir()
+    (tmp_path / "runs" / "services" / "__init__.py").write_text("")
+    (tmp_path / "api" / "tools").mkdir()
+    (tmp_path / "api" / "tools" / "__init__.py").write_text("")
+    (tmp_path / "runs" / "models.py").write_text("")
+    (tmp_path / "runs" / "services" / "engine.py").write_text("from api.tools import registry\n")
+    (tmp_path / "api" / "tools" / "registry.py").write_text("from runs.models import Run\n")
+    (tmp_path / "kernel" / "a.py").write_text("from . import b\n")
+    (tmp_path / "kernel" / "b.py").write_text("def f():\n    from kernel import a\n")
+    found = violations(tmp_path)
+    assert "runs/services/engine.py:1: runs.services.engine (services) imports api.tools.registry (tools), " \
+           "a layer above it" in found
+    assert "api/tools/registry.py:1: the tool api.tools.registry imports the models runs.models; " \
+           "call a service or selector" in found
+    assert "import cycle: kernel.a -> kernel.b" in found
+
+
+def test_kernel_and_models_import_nothing_above_them():
+    modules = project_modules()
+    for module, edges in dependencies(modules).items():
+        if layer_of(module) == "kernel":
+            assert all(layer_of(target) == "kernel" for target, _ in edges), (module, edges)
