@@ -10,6 +10,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from . import sql
+from .errors import invalid, not_found
 from .models import TOKEN_PREFIX, Agent, AgentApplication, ApiToken, Member, Organization, hash_token
 from .oauth import SCOPE
 from .organizations import organization_by_id
@@ -151,3 +152,30 @@ def identity_from_bearer(token: str) -> Identity | None:
 def revoke_token(row: ApiToken) -> None:
     row.revoked_at = timezone.now()
     row.save(update_fields=["revoked_at"])
+
+
+# --- personal API tokens: a person's own bearer tokens, made and revoked in the browser ---------
+
+TOKEN_LABEL_CHARS = ApiToken._meta.get_field("label").max_length
+
+
+def personal_tokens(identity: Identity):
+    return ApiToken.objects.filter(user=identity.user, organization=identity.organization).order_by("-created_at")
+
+
+def issue_personal_token(identity: Identity, *, label: str) -> tuple[ApiToken, str]:
+    """A new bearer token acting as this person; (row, plaintext), the plaintext shown once."""
+    label = label.strip()
+    if len(label) > TOKEN_LABEL_CHARS:
+        raise invalid("the token was not created", [f"label: at most {TOKEN_LABEL_CHARS} characters"])
+    return ApiToken.issue(organization=identity.organization, user=identity.user, label=label or "browser")
+
+
+def revoke_personal_token(identity: Identity, token_id: int) -> ApiToken:
+    """Revoke one of the person's own tokens (not_found for anyone else's); it stops working at once."""
+    row = personal_tokens(identity).filter(pk=token_id).first()
+    if row is None:
+        raise not_found("no such token of yours")
+    if row.revoked_at is None:
+        revoke_token(row)
+    return row

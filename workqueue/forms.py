@@ -69,6 +69,12 @@ def _scalar_from_text(kind: str, text: str):
     return text, None
 
 
+def value_from_text(kind: str, text: str):
+    """A value typed in a text box, as the field's type reads it (text that does not read as that
+    type stays text, and the tool reports it)."""
+    return _scalar_from_text(kind, text)[0]
+
+
 def _as_text(kind: str, value) -> str:
     """A typed value as the text its widget shows (for prefilling)."""
     if kind == "boolean" and isinstance(value, bool):

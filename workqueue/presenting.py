@@ -15,6 +15,7 @@ KIND_LABELS = {"agent": "Agent", "task": "Task", "approve": "Approval", "wait": 
 ITEM_KIND_LABELS = {"task": "Task", "approve": "Approval", "agent": "Escalation"}
 DONE_LABELS = {"completed": "Completed", "approved": "Approved", "rejected": "Rejected",
                "returned": "Returned to the agent", "failed": "Failed"}
+NOTE_VERBS = {"rejected": "reject", "returned": "return", "failed": "fail", "approved": "approving"}
 DECISION_LABELS = {"completed": "Complete", "approved": "Approve", "rejected": "Reject", "returned": "Return to agent",
                    "failed": "Fail the run"}
 
@@ -237,3 +238,13 @@ def inbox_entry(item, definition, now) -> InboxEntry:
         due_relative=relative(item.due_at, now), escalated=item.escalation is not None,
         escalation_note=(item.escalation or {}).get("note"),
     )
+
+
+def note_hint(required: list[str], optional: list[str]) -> str:
+    """What the note field says of itself: "required to reject or fail; optional when approving"."""
+    parts = []
+    if required:
+        parts.append("required to " + " or ".join(NOTE_VERBS[d] for d in required))
+    if optional:
+        parts.append("optional when " + " or ".join(NOTE_VERBS[d] for d in optional))
+    return "; ".join(parts)

@@ -21,9 +21,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from api.tools import call_tool
 from kernel import clock
-from kernel.errors import HTTP_STATUS, ConflictIssue
-from kernel.identity import person_identity, revoke_token
-from kernel.models import ApiToken
+from kernel.errors import HTTP_STATUS, ConflictIssue, ToolError
+from kernel.identity import issue_personal_token, person_identity, personal_tokens, revoke_personal_token
 from processes import maps
 from processes.definition import definition_for, definitions_for
 from processes.maps import humanize
@@ -32,9 +31,11 @@ from processes.rendering import render_markdown
 from runs.models import ENDED_STATES, RunState, WorkItemState
 from runs.presenters import decisions_for
 from runs.selectors import is_assigned
+from runs.services import uploads
+from runs.services.decisions import note_rule
 
 from . import presenting, selectors
-from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, parse_number, read_widgets
+from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, read_widgets, value_from_text
 from .selectors import KIND_FILTERS, InboxFilters
 
 RUN_STATES = tuple(RunState.values)
@@ -185,6 +186,7 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "panels": [panel for panel in presenting.step_panels(view, only_with_data=True)],
         "form": form,
         "decision_labels": presenting.DECISION_LABELS,
+        "note_hint": presenting.note_hint(*note_rule(form.decisions)),
         "shown_digest": presenting.shown_digest(view),
         "request_id": request_id or _request_id(),
         "banner": banner,
@@ -202,7 +204,7 @@ def _upload_files(identity, request, form: DecisionForm, request_id: str) -> lis
     Each upload's requestId derives from the form's, so a resent form replays the same uploads."""
     uploaded, failed = [], False
     for index, upload in enumerate(request.FILES.getlist("evidence_files")):
-        if upload.size > settings.MAX_UPLOAD_BYTES:
+        if uploads.too_large(upload.size):  # refused before it is read and encoded
             form.add_part_error("evidence", f"{upload.name}: larger than the upload limit "
                                             f"({settings.MAX_UPLOAD_BYTES} bytes)")
             failed = True
@@ -302,17 +304,6 @@ def _rerender(request, identity, item, form, *, banner, status, request_id=None)
 # ---------------------------------------------------------------- runs
 
 
-def _typed_filter(text: str, spec) -> object:
-    """A run list input filter typed as the process declares the input (equality matching)."""
-    kind = spec.get("type") if isinstance(spec, dict) else spec
-    if kind == "number":
-        number = parse_number(text)
-        return text if number is None else number
-    if kind == "boolean" and text.lower() in ("true", "yes", "false", "no"):
-        return text.lower() in ("true", "yes")
-    return text
-
-
 @person_view
 def run_list(request, identity):
     query = request.GET
@@ -323,10 +314,10 @@ def run_list(request, identity):
     input_filters, typed = [], {}
     for name, spec in declared.items():
         value = query.get(f"input.{name}", "")
-        input_filters.append({"name": name, "param": f"input.{name}", "value": value,
-                              "type": spec.get("type") if isinstance(spec, dict) else spec})
+        kind = spec.get("type") if isinstance(spec, dict) else spec
+        input_filters.append({"name": name, "param": f"input.{name}", "value": value, "type": kind})
         if value.strip():
-            typed[name] = _typed_filter(value.strip(), spec)
+            typed[name] = value_from_text(kind, value.strip())
     arguments = {"limit": RUNS_PAGE}
     if process:
         arguments["process"] = process
@@ -428,12 +419,8 @@ def operators(request, identity):
 @operator_view
 @require_POST
 def cancel_run(request, identity, run_id: str):
-    reason = request.POST.get("reason", "").strip()
-    if not reason:
-        # The tool accepts a blank reason (its schema does not refuse one); this form asks for one.
-        messages.error(request, "Not cancelled: give a reason; it is recorded as the run's ending note.")
-        return redirect("workqueue:run", run_id=run_id)
-    envelope = call_tool(identity, "cancel", {"runId": run_id, "reason": reason,
+    # The reason rule (required, recorded as the run's ending note) is the cancel service's.
+    envelope = call_tool(identity, "cancel", {"runId": run_id, "reason": request.POST.get("reason", "").strip(),
                                               "requestId": request.POST.get("request_id") or _request_id()})
     if envelope["ok"]:
         messages.success(request, "The run was cancelled.")
@@ -452,28 +439,24 @@ def cancel_run(request, identity, run_id: str):
 @never_cache
 @require_http_methods(["GET", "POST"])
 def tokens(request, identity):
-    created = None
-    label_error = ""
+    created, label_error = None, ""
     if request.method == "POST":
-        label = request.POST.get("label", "").strip()
-        if len(label) > 100:
-            label_error = "At most 100 characters."
-        else:
-            row, plaintext = ApiToken.issue(organization=identity.organization, user=request.user,
-                                            label=label or "browser")
+        try:
+            row, plaintext = issue_personal_token(identity, label=request.POST.get("label", ""))
             created = {"row": row, "plaintext": plaintext}
-    rows = ApiToken.objects.filter(user=request.user, organization=identity.organization).order_by("-created_at")
-    return render(request, "workqueue/tokens.html", {"tokens": rows, "created": created, "label_error": label_error},
+        except ToolError as error:  # "label: at most 100 characters", shown beside the label
+            label_error = "; ".join(issue.split(": ", 1)[-1].capitalize() + "." for issue in error.issues or [])
+    return render(request, "workqueue/tokens.html",
+                  {"tokens": personal_tokens(identity), "created": created, "label_error": label_error},
                   status=400 if label_error else 200)
 
 
 @person_view
 @require_POST
 def revoke(request, identity, token_id: int):
-    row = ApiToken.objects.filter(pk=token_id, user=request.user, organization=identity.organization).first()
-    if row is None:
-        raise Http404("No such token of yours.")
-    if row.revoked_at is None:
-        revoke_token(row)
-        messages.success(request, f"Token “{row.label or row.pk}” revoked. It stops working at once.")
+    try:
+        row = revoke_personal_token(identity, token_id)
+    except ToolError as error:
+        raise Http404(error.message) from None
+    messages.success(request, f"Token “{row.label or row.pk}” revoked. It stops working at once.")
     return redirect(reverse("workqueue:tokens"))

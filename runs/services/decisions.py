@@ -15,6 +15,7 @@ from .submissions import settle_check
 from .writes import Write
 
 NEEDS_NOTE = (Decision.REJECTED, Decision.RETURNED, Decision.FAILED)
+NOTE_OPTIONAL = (Decision.APPROVED,)  # kept with the approval when given; `completed` takes none
 ESCALATION_DECISIONS = [Decision.RETURNED, Decision.COMPLETED, Decision.FAILED]
 DECISIONS = {
     "task": [Decision.COMPLETED, Decision.FAILED],
@@ -28,6 +29,11 @@ def decisions_for(item: WorkItem) -> list[str]:
     completed or failed."""
     allowed = ESCALATION_DECISIONS if item.escalation is not None else DECISIONS[item.kind]
     return [decision.value for decision in allowed]  # plain strings on the wire
+
+
+def note_rule(allowed: list[str]) -> tuple[list[str], list[str]]:
+    """(the decisions among `allowed` that need a note, those that take one when given)."""
+    return [d for d in allowed if d in NEEDS_NOTE], [d for d in allowed if d in NOTE_OPTIONAL]
 
 
 def argument_issues(*, decision, output, evidence, summary, next_choice, reason, note) -> list[str]:

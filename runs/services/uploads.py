@@ -14,6 +14,11 @@ from kernel.identity import Identity
 from ..models import Upload
 
 
+def too_large(size: int) -> bool:
+    """The upload limit (describe.maxUploadBytes), checked here for every way a file arrives."""
+    return size > settings.MAX_UPLOAD_BYTES
+
+
 @transaction.atomic(savepoint=False)
 def upload(*, identity: Identity, file_name: str, content_type: str, content_base64: str, now) -> Upload:
     limit = settings.MAX_UPLOAD_BYTES
@@ -23,7 +28,7 @@ def upload(*, identity: Identity, file_name: str, content_type: str, content_bas
         content = base64.b64decode(content_base64, validate=True)
     except (binascii.Error, ValueError) as error:
         raise invalid("the content is not base64", ["contentBase64: not valid base64"]) from error
-    if len(content) > limit:
+    if too_large(len(content)):
         raise invalid("the file is too large", [f"contentBase64: {len(content)} bytes, more than maxUploadBytes ({limit})"])
     row = Upload(
         organization=identity.organization,
