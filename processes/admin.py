@@ -12,10 +12,10 @@ from django.utils.safestring import mark_safe
 from kernel.models import Organization
 from kernel.organizations import default_organization
 
+from .definition import StepDef, definition_for
 from .models import Process, ProcessDraft, ProcessVersion
 from .publishing import PublishRefused, bind_roles, import_draft, publish
 from .rendering import render_markdown
-from .validation import step_kind
 
 
 class ImportForm(forms.Form):
@@ -61,7 +61,8 @@ class ProcessDraftAdmin(admin.ModelAdmin):
 
     # --- import -------------------------------------------------------------------------
     def get_urls(self):
-        return [path("import/", self.admin_site.admin_view(self.import_view), name="processes_processdraft_import")] + super().get_urls()
+        import_url = path("import/", self.admin_site.admin_view(self.import_view), name="processes_processdraft_import")
+        return [import_url] + super().get_urls()
 
     def add_view(self, request, form_url="", extra_context=None):
         return HttpResponseRedirect(reverse("admin:processes_processdraft_import"))
@@ -77,8 +78,9 @@ class ProcessDraftAdmin(admin.ModelAdmin):
                 created_by=request.user,
             )
             if draft.issues:
-                self.message_user(request, f"Imported with {len(draft.issues)} issue(s); fix the file and import again.",
-                                  messages.WARNING)
+                self.message_user(
+                    request, f"Imported with {len(draft.issues)} issue(s); fix the file and import again.",
+                    messages.WARNING)
             else:
                 self.message_user(request, "Imported. Bind every role to a group, then publish.", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:processes_processdraft_change", args=[draft.pk]))
@@ -172,7 +174,8 @@ class ProcessDraftAdmin(admin.ModelAdmin):
         if not systems or not isinstance(systems, list):
             return "—"
         return format_html(
-            "{}<br><small>Connect these systems before running the process; the server does not check or grant access.</small>",
+            "{}<br><small>Connect these systems before running the process; "
+            "the server does not check or grant access.</small>",
             ", ".join(str(s) for s in systems),
         )
 
@@ -240,13 +243,7 @@ class ProcessVersionAdmin(admin.ModelAdmin):
 
     @admin.display(description="Steps")
     def steps_table(self, obj):
-        rows = []
-        for step in obj.frontmatter.get("steps", []):
-            kind = step_kind(step)
-            text = step.get(kind) if kind else ""
-            if isinstance(text, list):
-                text = ", ".join(map(str, text))
-            rows.append((step.get("id"), kind, step.get("person", ""), text, _next_text(step)))
+        rows = [_step_row(step) for step in definition_for(obj.pk).steps]
         return format_html(
             '<table><thead><tr><th>id</th><th>kind</th><th>person</th><th>text</th><th>next</th></tr></thead>'
             "<tbody>{}</tbody></table>",
@@ -258,8 +255,17 @@ class ProcessVersionAdmin(admin.ModelAdmin):
         return format_html('<div class="process-body">{}</div>', render_markdown(obj.body))
 
 
-def _next_text(step):
-    nxt = step.get("next")
-    if isinstance(nxt, list):
-        return ", ".join(r["to"] if isinstance(r, dict) else str(r) for r in nxt)
-    return nxt or ""
+def _step_row(step: StepDef) -> tuple[str, ...]:
+    """id, kind, person, text and where the run goes next, as the compiled definition has them."""
+    text = ", ".join(step.entries) if step.kind == "parallel" else str(step.value)
+    return step.id, step.kind, step.person or "", text, _ways_on(step)
+
+
+def _ways_on(step: StepDef) -> str:
+    """The next step(s), the following step when `next` is not written, then rejection and timeout targets."""
+    parts = [", ".join(step.next_targets)] if step.next_targets else []
+    if step.on_reject:
+        parts.append(f"on reject: {step.on_reject}")
+    if step.on_timeout:
+        parts.append(f"on timeout: {step.on_timeout}")
+    return "; ".join(parts)

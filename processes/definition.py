@@ -50,6 +50,26 @@ class StepDef:
         return [route["to"] for route in self.routes] if self.routes else []
 
     @property
+    def next_routes(self) -> tuple[dict, ...]:
+        """Every way on from this step as `{to, when?}`: the route list, or the one next step
+        (explicit or the following one). Empty on a finish."""
+        if self.routes:
+            return self.routes
+        return ({"to": self.next},) if self.next else ()
+
+    @property
+    def next_targets(self) -> list[str]:
+        return [route["to"] for route in self.next_routes]
+
+    @property
+    def timeout_target(self) -> str | None:
+        """Where a wait_for continues when its timeout passes: on_timeout, default the step's next
+        (spec §2.2). None without a timeout, which never passes."""
+        if self.kind != "wait_for" or self.timeout is None:
+            return None
+        return self.on_timeout or self.next
+
+    @property
     def requirements(self) -> dict:
         """output, evidence and next exactly as `claim.step` and work items give them (tools.md)."""
         return {

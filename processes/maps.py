@@ -1,12 +1,14 @@
-"""Process maps: draw a PROCESS.md's steps as a Mermaid flowchart or an inline SVG.
+"""Process maps: draw a process's steps as a Mermaid flowchart or an inline SVG.
 
-Both renderers read one graph model built from the validated frontmatter, so
-the two pictures always agree. The conventions follow the process-maps guide:
-teal for agents, amber for people, blue for waiting, dark pills for outcomes.
+Both renderers read one graph model built from the compiled definition (`processes.definition`;
+a frontmatter dict is compiled first), the server's only interpretation of kinds, `next` and its
+default, branches and joins, so the map shows what a run does and the two pictures always agree.
+The conventions follow the process-maps guide: teal for agents, amber for people, blue for
+waiting, dark pills for outcomes.
 
 Process files are untrusted input, so every piece of text taken from them is
 escaped for the output format (Mermaid entity codes, XML escaping for SVG).
-Pure standard library: no Django, no external layout engine.
+The layout is our own: no external layout engine.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
-__all__ = ["mermaid", "svg"]
+from kernel.states import UNFINISHED, StepStatus
 
-KINDS = ("agent", "task", "approve", "wait", "wait_until", "wait_for", "finish", "parallel")
+from .definition import JOIN, KINDS, Definition, StepDef, compile_definition, definition_for
+
+# KINDS is the compiler's list, re-exported for readers of the map's kind-* classes.
+__all__ = ["KINDS", "build_graph", "humanize", "mermaid", "mermaid_for_version", "svg", "svg_for_version"]
+
 WAIT_KINDS = frozenset({"wait", "wait_until", "wait_for"})
-CURRENT_STATES = frozenset({"ready", "claimed", "waiting"})
-KNOWN_STATES = CURRENT_STATES | {"done", "failed", "cancelled"}
+CURRENT_STATES = frozenset(UNFINISHED)
+KNOWN_STATES = frozenset(StepStatus.values)
 
 
 # --------------------------------------------------------------------------
@@ -57,9 +63,14 @@ class Graph:
     edges: list[Edge]
 
 
-def build_graph(frontmatter: dict) -> Graph:
+def build_graph(process: Definition | dict) -> Graph:
     """The nodes and edges a map draws, in step order."""
-    return _GraphBuilder(frontmatter).build()
+    return _GraphBuilder(_compiled(process)).build()
+
+
+def _compiled(process: Definition | dict) -> Definition:
+    """A frontmatter dict is one that validates (as published), compiled the way a run reads it."""
+    return process if isinstance(process, Definition) else compile_definition(process, body="")
 
 
 def _text(value) -> str:
@@ -76,59 +87,44 @@ def humanize(identifier) -> str:
     return words[:1].upper() + words[1:]
 
 
-def step_kind(step: dict) -> str | None:
-    return next((kind for kind in KINDS if kind in step), None)
-
-
-def _detail(step: dict, kind: str | None) -> str | None:
+def _detail(step: StepDef) -> str | None:
     """The second line of a node: who acts, or what the step waits for."""
-    person = _text(step.get("person"))
-    value = _text(step.get(kind)) if kind else ""
-    if kind == "agent":
+    person, value = _text(step.person), _text(step.value)
+    if step.kind == "agent":
         return "Agent"
-    if kind == "task":
+    if step.kind == "task":
         return f"Person: {person}" if person else "Person"
-    if kind == "approve":
+    if step.kind == "approve":
         return f"Approval: {person}" if person else "Approval"
-    if kind == "wait":
+    if step.kind == "wait":
         return f"Wait {value}"
-    if kind == "wait_until":
+    if step.kind == "wait_until":
         return f"Wait until {value}"
-    if kind == "wait_for":
+    if step.kind == "wait_for":
         return f"Wait for {value}"
-    if kind == "parallel":
+    if step.kind == "parallel":
         return "In parallel"
     return None
 
 
 class _GraphBuilder:
-    def __init__(self, frontmatter: dict):
-        frontmatter = frontmatter if isinstance(frontmatter, dict) else {}
-        self.name = _text(frontmatter.get("name"))
-        self.description = _text(frontmatter.get("description"))
-        self.steps = _unique_steps(frontmatter.get("steps"))
-        self.ids = [_text(s["id"]) for s in self.steps]
-        self.known = set(self.ids)
-        self.taken = set(self.ids)
+    def __init__(self, definition: Definition):
+        self.definition = definition
+        self.taken = set(definition.by_id)
         self.nodes: list[Node] = []
         self.edges: list[Edge] = []
         # Join nodes are named up front: branch steps may precede their fork.
         self.join_key = {
-            step_id: self._unique_key(f"{step_id}_join")
-            for step, step_id in zip(self.steps, self.ids)
-            if step_kind(step) == "parallel"
+            step.id: self._unique_key(f"{step.id}_join") for step in definition.steps if step.kind == "parallel"
         }
-        self.branch_of = self._branch_membership()
         self.joins_due = self._join_positions()
 
     def build(self) -> Graph:
-        for index, step_id in enumerate(self.ids):
-            self._add_step(index)
-            if step_id in self.joins_due:
-                self._add_join(self.joins_due[step_id])
-        keys = {node.key for node in self.nodes}
-        edges = [e for e in self.edges if e.source in keys and e.target in keys]
-        return Graph(self.name, self.description, self.nodes, edges)
+        for step in self.definition.steps:
+            self._add_step(step)
+            if step.id in self.joins_due:
+                self._add_join(self.definition.step(self.joins_due[step.id]))
+        return Graph(_text(self.definition.name), _text(self.definition.description), self.nodes, self.edges)
 
     def _unique_key(self, base: str) -> str:
         key, counter = base, 2
@@ -137,131 +133,55 @@ class _GraphBuilder:
         self.taken.add(key)
         return key
 
-    def _branch_membership(self) -> dict[str, str]:
-        """Map each branch step to its parallel step (profile parallel §2)."""
-        branch_of: dict[str, str] = {}
-        by_id = dict(zip(self.ids, self.steps))
-        for parallel_id in self.join_key:
-            queue = [_text(e) for e in _as_list(by_id[parallel_id].get("parallel"))]
-            while queue:
-                step_id = queue.pop(0)
-                if step_id not in by_id or step_id in branch_of or step_id in self.join_key:
-                    continue
-                branch_of[step_id] = parallel_id
-                step = by_id[step_id]
-                targets = [to for to, _ in _raw_routes(step.get("next"))]
-                targets.append(_text(step.get("on_timeout")))
-                queue.extend(t for t in targets if t and t != "join")
-        return branch_of
-
     def _join_positions(self) -> dict[str, str]:
         """step id -> the parallel step whose join is drawn after it.
 
         A join follows the last step of its branches, where a reader expects it.
         """
-        last_of = {parallel_id: parallel_id for parallel_id in self.join_key}
-        for step_id in self.ids:
-            if step_id in self.branch_of:
-                last_of[self.branch_of[step_id]] = step_id
-        return {last: parallel_id for parallel_id, last in last_of.items()}
+        positions = {}
+        for parallel_id in self.join_key:
+            branch_steps = self.definition.branch_steps(parallel_id)
+            positions[branch_steps[-1].id if branch_steps else parallel_id] = parallel_id
+        return positions
 
-    def _resolve(self, step_id: str, target) -> str | None:
-        """The node a `next`/`on_*` value points at; `join` inside a branch is its join node."""
-        target = _text(target)
-        if target == "join" and step_id in self.branch_of:
-            return self.join_key[self.branch_of[step_id]]
-        return target if target in self.known else None
+    def _node_key(self, step: StepDef, target: str) -> str:
+        """The node a step's target names: `join` inside a branch is that branch's join node."""
+        return self.join_key[step.parallel] if target == JOIN and step.parallel else target
 
-    def _routes(self, index: int) -> list[tuple[str, str | None]]:
-        """Resolved (target, when) pairs; the default is the following step."""
-        step, step_id = self.steps[index], self.ids[index]
-        if step.get("next") is None:
-            following = self.ids[index + 1] if index + 1 < len(self.ids) else None
-            return [(following, None)] if following else []
-        routes = []
-        for to, when in _raw_routes(step.get("next")):
-            target = self._resolve(step_id, to)
-            if target:
-                routes.append((target, _text(when) or None))
-        return routes
+    def _routes(self, step: StepDef) -> list[tuple[str, str | None]]:
+        """(node, when) for every way on, the following-step default included."""
+        return [(self._node_key(step, route["to"]), _text(route.get("when")) or None) for route in step.next_routes]
 
-    def _add_step(self, index: int) -> None:
-        step, step_id = self.steps[index], self.ids[index]
-        kind = step_kind(step) or "task"
-        title = (humanize(step.get("finish")) if kind == "finish" else "") or humanize(step_id)
-        instructions = _text(step.get(kind)) if kind in ("agent", "task", "approve") else None
-        self.nodes.append(Node(step_id, kind, title, _detail(step, kind), step_id, instructions))
-        if kind == "finish":
-            return
-        if kind == "parallel":
-            self._add_fork(index)
-        elif kind == "approve":
-            for target, when in self._routes(index):
-                self.edges.append(Edge(step_id, target, "approved", when or "Approved"))
-            self._add_rejection(step, step_id)
+    def _add_step(self, step: StepDef) -> None:
+        title = (humanize(step.value) if step.kind == "finish" else "") or humanize(step.id)
+        instructions = _text(step.value) if step.kind in ("agent", "task", "approve") else None
+        self.nodes.append(Node(step.id, step.kind, title, _detail(step), step.id, instructions))
+        if step.kind == "parallel":
+            # The parallel step's own `next` continues after its join (_add_join).
+            self.edges.extend(Edge(step.id, entry, "fork") for entry in step.entries)
+        elif step.kind == "approve":
+            for target, when in self._routes(step):
+                self.edges.append(Edge(step.id, target, "approved", when or "Approved"))
+            self._add_rejection(step)
         else:
-            for target, when in self._routes(index):
-                self.edges.append(Edge(step_id, target, "next", when))
-            if kind == "wait_for" and ("timeout" in step or "on_timeout" in step):
-                self._add_timeout(index)
+            for target, when in self._routes(step):
+                self.edges.append(Edge(step.id, target, "next", when))
+            if step.timeout_target:
+                target = self._node_key(step, step.timeout_target)
+                self.edges.append(Edge(step.id, target, "timeout", "Timeout", dashed=True))
 
-    def _add_fork(self, index: int) -> None:
-        step, step_id = self.steps[index], self.ids[index]
-        for entry in _as_list(step.get("parallel")):
-            if _text(entry) in self.known:
-                self.edges.append(Edge(step_id, _text(entry), "fork"))
-
-    def _add_join(self, parallel_id: str) -> None:
-        join = self.join_key[parallel_id]
+    def _add_join(self, parallel: StepDef) -> None:
+        join = self.join_key[parallel.id]
         self.nodes.append(Node(join, "join", "All branches complete"))
-        # The parallel step's own `next` continues after the join.
-        for target, when in self._routes(self.ids.index(parallel_id)):
+        for target, when in self._routes(parallel):
             self.edges.append(Edge(join, target, "next", when))
 
-    def _add_rejection(self, step: dict, step_id: str) -> None:
-        target = self._resolve(step_id, step.get("on_reject"))
-        if target is None:
-            target = self._unique_key(f"rejected_{step_id}")
+    def _add_rejection(self, step: StepDef) -> None:
+        target = step.on_reject
+        if target is None:  # the run ends with outcome `rejected`
+            target = self._unique_key(f"rejected_{step.id}")
             self.nodes.append(Node(target, "outcome", "Rejected"))
-        self.edges.append(Edge(step_id, target, "rejected", "Rejected", dashed=True))
-
-    def _add_timeout(self, index: int) -> None:
-        step, step_id = self.steps[index], self.ids[index]
-        target = self._resolve(step_id, step.get("on_timeout"))
-        if target is None and step.get("on_timeout") is None:
-            routes = self._routes(index)
-            target = routes[0][0] if routes else None
-        if target:
-            self.edges.append(Edge(step_id, target, "timeout", "Timeout", dashed=True))
-
-
-def _unique_steps(steps) -> list[dict]:
-    """Step dicts with an id, first of each id only (a validated file has no repeats)."""
-    unique, seen = [], set()
-    for step in steps if isinstance(steps, list) else []:
-        step_id = _text(step.get("id")) if isinstance(step, dict) else ""
-        if step_id and step_id not in seen:
-            seen.add(step_id)
-            unique.append(step)
-    return unique
-
-
-def _as_list(value) -> list:
-    if value is None:
-        return []
-    return value if isinstance(value, list) else [value]
-
-
-def _raw_routes(next_value) -> list[tuple[str, object]]:
-    """(to, when) pairs from a `next` that is an id, a list of ids, or a list of routes."""
-    routes = []
-    for route in _as_list(next_value):
-        if isinstance(route, dict):
-            routes.append((_text(route.get("to")), route.get("when")))
-        else:
-            routes.append((_text(route), None))
-    return [(to, when) for to, when in routes if to]
-
+        self.edges.append(Edge(step.id, target, "rejected", "Rejected", dashed=True))
 
 # --------------------------------------------------------------------------
 # Mermaid
@@ -335,9 +255,9 @@ def _mermaid_ids(graph: Graph) -> dict[str, str]:
     return ids
 
 
-def mermaid(frontmatter: dict) -> str:
+def mermaid(process: Definition | dict) -> str:
     """A Mermaid `flowchart TD` of the process, in the style of the process-maps guide."""
-    graph = build_graph(frontmatter)
+    graph = build_graph(process)
     ids = _mermaid_ids(graph)
     lines = ["flowchart TD"]
     for node in graph.nodes:
@@ -746,17 +666,17 @@ def _flow_bar(node: Node, box: _Box) -> str:
 def _badge(state: str | None, box: _Box, inset: float) -> str:
     """A small mark on the node's top-right corner for finished states."""
     cx, cy = box.right - inset - 10, box.top
-    if state == "done":
+    if state == StepStatus.DONE:
         fill, mark = "#2E7D4F", (
             f'<path d="M{_num(cx - 3.5)} {_num(cy)} l2.5 2.5 l4.5 -5" '
             f'stroke="#FFFFFF" stroke-width="1.8" fill="none"/>'
         )
-    elif state == "failed":
+    elif state == StepStatus.FAILED:
         fill, mark = "#B42318", (
             f'<path d="M{_num(cx)} {_num(cy - 4)} v4.5 M{_num(cx)} {_num(cy + 3)} v1" '
             f'stroke="#FFFFFF" stroke-width="2" stroke-linecap="round"/>'
         )
-    elif state == "cancelled":
+    elif state == StepStatus.CANCELLED:
         fill, mark = "#8F8C83", (
             f'<path d="M{_num(cx - 3)} {_num(cy - 3)} l6 6 M{_num(cx + 3)} {_num(cy - 3)} l-6 6" '
             f'stroke="#FFFFFF" stroke-width="1.8" stroke-linecap="round"/>'
@@ -782,11 +702,11 @@ def _render_node(node: Node, box: _Box, state: str | None, link_prefix: str | No
         classes.append("current" if state in CURRENT_STATES else state)
     if state in CURRENT_STATES:
         stroke_width = 3
-    elif state == "done":
+    elif state == StepStatus.DONE:
         extra = ' fill-opacity="0.55"'
-    elif state == "failed":
+    elif state == StepStatus.FAILED:
         stroke, stroke_width = "#B42318", 2.5
-    elif state == "cancelled":
+    elif state == StepStatus.CANCELLED:
         extra, group_extra = ' stroke-dasharray="4 3"', ' opacity="0.55"'
 
     parts = [f"<title>{_esc(_hover_text(node))}</title>"]
@@ -1009,7 +929,7 @@ _DEFS = (
 
 
 def svg(
-    frontmatter: dict,
+    process: Definition | dict,
     *,
     states: dict[str, str | None] | None = None,
     link_prefix: str | None = None,
@@ -1019,12 +939,22 @@ def svg(
     `states` maps step ids to run step states to highlight where the work is;
     `link_prefix` links each step node to `{link_prefix}#step-<id>`.
     """
-    graph = build_graph(frontmatter)
+    graph = build_graph(process)
     layout = _layout(graph)
     bounds = _Bounds()
     edges, labels = _draw_edges(graph, layout, bounds)
     nodes = _draw_nodes(graph, layout, bounds, states or {}, link_prefix)
     return _svg_document(graph, bounds, edges, nodes, labels)
+
+
+def svg_for_version(version_id: int, *, states: dict[str, str | None], link_prefix: str | None = "") -> str:
+    """The SVG map of a published version, with a run's step states (the run page's map)."""
+    return svg(definition_for(version_id), states=states, link_prefix=link_prefix)
+
+
+def mermaid_for_version(version_id: int) -> str:
+    """The Mermaid text of a published version."""
+    return mermaid(definition_for(version_id))
 
 
 def _draw_edges(graph: Graph, layout: _Layout, bounds: _Bounds) -> tuple[list[str], list[_Label]]:

@@ -26,8 +26,8 @@ from kernel.identity import issue_personal_token, person_identity, personal_toke
 from processes import maps
 from processes.definition import definition_for, definitions_for
 from processes.maps import humanize
-from processes.models import ProcessVersion
 from processes.rendering import render_markdown
+from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, RunState, WorkItemState
 from runs.presenters import decisions_for
 from runs.selectors import is_assigned
@@ -346,20 +346,15 @@ def run_detail(request, identity, run_id: str):
         return _error_page(request, envelope["error"])
     view = envelope["data"]
     run = view["run"]
-    frontmatter = (
-        ProcessVersion.objects.filter(process__organization=identity.organization, process__name=run["process"],
-                                      number=run["version"])
-        .values_list("frontmatter", flat=True)
-        .first()
-    )
+    version_id = published_version_id(identity.organization, process=run["process"], number=run["version"])
     states = {row["id"]: row["state"] for row in view["steps"]}
     # The map module escapes every text it takes from the process file.
-    map_svg = mark_safe(maps.svg(frontmatter, states=states, link_prefix="")) if frontmatter else ""  # noqa: S308
+    map_svg = mark_safe(maps.svg_for_version(version_id, states=states))  # noqa: S308
     return render(request, "workqueue/run_detail.html", {
         "view": view, "run": run, "inputs": presenting.input_items(view),
         "panels": presenting.step_panels(view), "timeline": presenting.timeline(view),
         "work_items": view["workItems"], "body_html": render_markdown(view["body"]),
-        "map_svg": map_svg, "mermaid": maps.mermaid(frontmatter) if frontmatter else "",
+        "map_svg": map_svg, "mermaid": maps.mermaid_for_version(version_id),
         "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] not in ENDED_STATES,
     })
 

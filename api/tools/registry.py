@@ -22,7 +22,6 @@ from kernel.errors import ToolError, invalid, not_found, retry
 from kernel.identity import Identity
 from runs.services import writes
 
-
 log = logging.getLogger(__name__)
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "core-2"
 

@@ -273,7 +273,7 @@ class RunContext:
         """A wait's timer passed: continue, or for a wait_for take on_timeout (default: next)."""
         step, state = self.step(step_id), self.states[step_id]
         if step.kind == "wait_for":
-            self.complete(step.id, {"by": SERVER, "at": clock.iso(self.now)}, route=step.on_timeout or step.next)
+            self.complete(step.id, {"by": SERVER, "at": clock.iso(self.now)}, route=step.timeout_target)
         else:
             self._complete_wait(step, state)
 
