@@ -367,7 +367,7 @@ def test_sixteen_racing_agents_complete_every_step_exactly_once(publish, make_ag
 
 # Regression (PostgreSQL): claim takes a step with an optimistic UPDATE of its row, without the run lock;
 # submit used to read the step rows without FOR UPDATE and write them back unconditionally, so a claim
-# committed in between was overwritten and two agents held one step. RunContext.load now locks the step
+# committed in between was overwritten and two agents held one step. RunContext.for_write now locks the step
 # rows after the run row, so the late claim waits for the submit and then finds the step done.
 def test_a_claim_taken_after_a_lease_lapsed_is_not_overwritten_by_a_submit_still_in_flight(
         publish, make_agent, monkeypatch):
