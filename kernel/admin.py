@@ -16,7 +16,7 @@ from oauth2_provider.models import get_access_token_model
 
 from . import oauth
 from .identity import revoke_token
-from .models import Agent, AgentApplication, ApiToken, Member, Organization
+from .models import Agent, AgentApplication, ApiToken, AuditEvent, Member, Organization
 
 
 @admin.register(Organization)
@@ -195,3 +195,34 @@ class AccessTokenAdmin(dot_admin.AccessTokenAdmin):
     @admin.display(description="grant", ordering="application__authorization_grant_type")
     def grant(self, obj):
         return obj.application.get_authorization_grant_type_display() if obj.application_id else "—"
+
+
+# --- the audit log (issue 14): read only ------------------------------------------------------
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Viewable, never added, changed or deleted in admin (published versions, audit events)."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    """Who did what, when: filter by kind, kind of actor, organization and date; search by run,
+    actor, step or requestId. Nothing here adds, changes or deletes an event."""
+
+    list_display = ("at", "kind", "actor", "actor_kind", "run_id", "step_id", "work_item_id", "organization")
+    list_filter = ("kind", "actor_kind", "organization", ("at", admin.DateFieldListFilter))
+    search_fields = ("=run_id", "actor", "=step_id", "=request_id", "=work_item_id")
+    date_hierarchy = "at"
+    ordering = ("-id",)
+    list_select_related = ("organization",)
+    readonly_fields = [field.name for field in AuditEvent._meta.fields]
+    show_full_result_count = False  # no COUNT(*) over the whole log on every page

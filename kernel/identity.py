@@ -9,9 +9,9 @@ from django.db import connection
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from . import sql
+from . import audit, clock, sql
 from .errors import invalid, not_found
-from .models import TOKEN_PREFIX, Agent, AgentApplication, ApiToken, Member, Organization, hash_token
+from .models import TOKEN_PREFIX, Agent, AgentApplication, ApiToken, EventKind, Member, Organization, hash_token
 from .oauth import SCOPE
 from .organizations import organization_by_id
 
@@ -168,7 +168,10 @@ def issue_personal_token(identity: Identity, *, label: str) -> tuple[ApiToken, s
     label = label.strip()
     if len(label) > TOKEN_LABEL_CHARS:
         raise invalid("the token was not created", [f"label: at most {TOKEN_LABEL_CHARS} characters"])
-    return ApiToken.issue(organization=identity.organization, user=identity.user, label=label or "browser")
+    row, plaintext = ApiToken.issue(organization=identity.organization, user=identity.user, label=label or "browser")
+    audit.record(EventKind.TOKEN_CREATED, organization_id=identity.organization.id, actor=audit.Actor.of(identity),
+                 at=clock.now(), data={"token": row.pk, "label": row.label})
+    return row, plaintext
 
 
 def revoke_personal_token(identity: Identity, token_id: int) -> ApiToken:
@@ -178,4 +181,6 @@ def revoke_personal_token(identity: Identity, token_id: int) -> ApiToken:
         raise not_found("no such token of yours")
     if row.revoked_at is None:
         revoke_token(row)
+        audit.record(EventKind.TOKEN_REVOKED, organization_id=identity.organization.id,
+                     actor=audit.Actor.of(identity), at=clock.now(), data={"token": row.pk, "label": row.label})
     return row

@@ -124,3 +124,78 @@ class AgentApplication(models.Model):
 
     def __str__(self):
         return f"{self.application.name} ({self.agent.ref})"
+
+
+# --- the audit log (issue 14; written through kernel/audit.py) --------------------------------
+# One append-only table of everything that happened, who did it, when.
+#
+# An event names its organization, and the run, step and work item when it has them, by id rather
+# than by foreign key: the log outlives whatever it describes and is never cascaded away. `actor`
+# is the `by` of run data, always taken from authentication (an agent `a_<name>`, a person's email,
+# or `server` for what the server does on its own). Nothing updates or deletes an event: the admin
+# offers no change or delete, and on PostgreSQL a trigger refuses UPDATE and DELETE (kernel/migrations/0004).
+
+
+class ActorKind(models.TextChoices):
+    AGENT = "agent"
+    PERSON = "person"
+    OPERATOR = "operator"
+    ADMIN = "admin", "Administrator"
+    SERVER = "server"
+
+
+class EventKind(models.TextChoices):
+    RUN_STARTED = "run_started", "Run started"
+    STEP_READY = "step_ready", "Step ready"
+    STEP_CLAIMED = "step_claimed", "Step claimed"
+    LEASE_RENEWED = "lease_renewed", "Lease renewed"
+    LEASE_LAPSED = "lease_lapsed", "Lease lapsed"
+    SUBMISSION_ACCEPTED = "submission_accepted", "Submission accepted"
+    SUBMISSION_REFUSED = "submission_refused", "Submission not accepted"
+    CHECK_VERDICT = "check_verdict", "Check verdict"
+    ESCALATED = "escalated", "Escalated"
+    RETURNED = "returned", "Returned for rework"
+    DECIDED = "decided", "Decided"
+    REWORK = "rework", "Sent back into rework"
+    BRANCHES_JOINED = "branches_joined", "Branches joined"
+    WAIT_ELAPSED = "wait_elapsed", "Wait over"
+    WAIT_TIMED_OUT = "wait_timed_out", "Wait timed out"
+    OVERDUE = "overdue", "Overdue"
+    NOTICE_SENT = "notice_sent", "Notice sent"
+    EVENT_SENT = "event_sent", "Event sent"
+    EVENT_HELD = "event_held", "Event held"
+    EVENT_CONSUMED = "event_consumed", "Event consumed"
+    EVENT_DISCARDED = "event_discarded", "Event discarded"
+    STEP_FAILED = "step_failed", "Step failed"
+    RUN_ENDED = "run_ended", "Run ended"
+    RUN_CANCELLED = "run_cancelled", "Run cancelled"
+    FILE_UPLOADED = "file_uploaded", "File uploaded"
+    PROCESS_IMPORTED = "process_imported", "Process imported"
+    PROCESS_BOUND = "process_bound", "Roles bound"
+    PROCESS_PUBLISHED = "process_published", "Process published"
+    TOKEN_CREATED = "token_created", "API token created"
+    TOKEN_REVOKED = "token_revoked", "API token revoked"
+
+
+class AuditEvent(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
+    run_id = models.CharField(max_length=24, null=True, blank=True)
+    step_id = models.CharField(max_length=64, null=True, blank=True)
+    work_item_id = models.CharField(max_length=24, null=True, blank=True)
+    kind = models.CharField(max_length=32, choices=EventKind.choices)
+    actor = models.CharField(max_length=254)
+    actor_kind = models.CharField(max_length=16, choices=ActorKind.choices)
+    at = models.DateTimeField()
+    request_id = models.CharField(max_length=128, null=True, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["organization", "run_id", "id"], name="audit_run"),
+            models.Index(fields=["organization", "at", "id"], name="audit_at"),
+            models.Index(fields=["organization", "kind", "at"], name="audit_kind"),
+            models.Index(fields=["organization", "actor", "at"], name="audit_actor"),
+        ]
+
+    def __str__(self):
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.kind} by {self.actor}"

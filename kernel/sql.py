@@ -118,6 +118,34 @@ def insert_row(model, values: dict) -> None:
                        [adapt(model, name, value, db) for name, value in values.items()])
 
 
+def _multi_insert(model, rows: list[dict], db) -> tuple[str, list]:
+    names = tuple(rows[0])
+    one = "(" + ", ".join(["%s"] * len(names)) + ")"
+    statement = _insert_statement(model, names).rsplit(" VALUES ", 1)[0] + " VALUES " + ", ".join([one] * len(rows))
+    return statement, [adapt(model, name, row[name], db) for row in rows for name in names]
+
+
+def insert_rows(*tables: tuple) -> None:
+    """INSERT rows into several tables ((model, [values, …]), …; every row of a table with the same
+    keys): one statement on PostgreSQL (data-modifying WITH clauses), one per table elsewhere.
+    The unit of work writes its idempotency record and the write's audit events so."""
+    db = _db()
+    parts = [(model, rows) for model, rows in tables if rows]
+    if db.vendor != "postgresql":
+        with db.cursor() as cursor:
+            for model, rows in parts:
+                cursor.execute(*_multi_insert(model, rows, db))
+        return
+    clauses, params = [], []
+    for index, (model, rows) in enumerate(parts[:-1]):
+        statement, values = _multi_insert(model, rows, db)
+        clauses.append(f"i{index} AS ({statement})")
+        params += values
+    statement, values = _multi_insert(*parts[-1], db)
+    with db.cursor() as cursor:
+        cursor.execute(("WITH " + ", ".join(clauses) + " " if clauses else "") + statement, params + values)
+
+
 @functools.cache
 def _plan(model, names: tuple) -> tuple:
     """How to turn rows with these column names into instances: the model's columns by position

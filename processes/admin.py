@@ -9,6 +9,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from kernel import audit
+from kernel.admin import ReadOnlyAdmin
 from kernel.models import Organization
 from kernel.organizations import default_organization
 
@@ -76,6 +78,7 @@ class ProcessDraftAdmin(admin.ModelAdmin):
                 source=form.cleaned_data["source"],
                 folder_name=form.cleaned_data["folder_name"] or None,
                 created_by=request.user,
+                actor=audit.Actor.admin(request.user),
             )
             if draft.issues:
                 self.message_user(
@@ -121,7 +124,7 @@ class ProcessDraftAdmin(admin.ModelAdmin):
         }
         if bindings:
             try:
-                bind_roles(draft=obj, bindings=bindings)
+                bind_roles(draft=obj, bindings=bindings, actor=audit.Actor.admin(request.user))
             except PublishRefused as refusal:
                 for issue in refusal.issues:
                     self.message_user(request, issue, messages.ERROR)
@@ -216,7 +219,7 @@ class ProcessAdmin(admin.ModelAdmin):
 
 
 @admin.register(ProcessVersion)
-class ProcessVersionAdmin(admin.ModelAdmin):
+class ProcessVersionAdmin(ReadOnlyAdmin):
     list_display = ("process", "number", "content_hash", "published_by", "published_at")
     list_filter = ("process__organization",)
     fields = ("process", "number", "content_hash", "published_by", "published_at", "role_bindings",
@@ -225,15 +228,6 @@ class ProcessVersionAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("process", "published_by")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="Role bindings")
     def role_bindings(self, obj):

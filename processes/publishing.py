@@ -3,7 +3,9 @@
 from django.db import transaction
 from django.db.models import Max
 
+from kernel import audit, clock
 from kernel.capabilities import offered_profiles, offered_tools
+from kernel.models import EventKind
 from kernel.organizations import OrganizationError, organization_group
 
 from .hashing import content_hash
@@ -48,12 +50,14 @@ def missing_tool_issues(frontmatter: dict) -> list[str]:
     return issues
 
 
-def import_draft(*, organization, source: str, folder_name: str | None = None, created_by=None) -> ProcessDraft:
+@transaction.atomic
+def import_draft(*, organization, source: str, folder_name: str | None = None, created_by=None,
+                 actor: audit.Actor = audit.COMMAND_LINE) -> ProcessDraft:
     """Create a draft holding the source text and every issue found in it."""
     frontmatter, _body, issues = format_issues(source, folder_name)
     name = frontmatter.get("name") if frontmatter and isinstance(frontmatter.get("name"), str) else ""
     roles = role_names(frontmatter) if frontmatter and not issues else []
-    return ProcessDraft.objects.create(
+    draft = ProcessDraft.objects.create(
         organization=organization,
         name=name[:64],
         folder_name=folder_name or "",
@@ -64,10 +68,13 @@ def import_draft(*, organization, source: str, folder_name: str | None = None, c
         roles=roles,
         created_by=created_by,
     )
+    audit.record(EventKind.PROCESS_IMPORTED, organization_id=organization.id, actor=actor, at=clock.now(),
+                 data={"process": name, "draft": draft.pk, "issues": len(issues)})
+    return draft
 
 
 @transaction.atomic
-def bind_roles(*, draft: ProcessDraft, bindings: dict[str, str]) -> ProcessDraft:
+def bind_roles(*, draft: ProcessDraft, bindings: dict[str, str], actor: audit.Actor = audit.COMMAND_LINE) -> ProcessDraft:
     """Map role names to the organization's groups; a group named here is created when missing."""
     issues = []
     for role, group_name in bindings.items():
@@ -82,11 +89,13 @@ def bind_roles(*, draft: ProcessDraft, bindings: dict[str, str]) -> ProcessDraft
         raise PublishRefused(issues)
     draft.bindings = {**draft.bindings, **{role: name.strip() for role, name in bindings.items()}}
     draft.save(update_fields=["bindings"])
+    audit.record(EventKind.PROCESS_BOUND, organization_id=draft.organization_id, actor=actor, at=clock.now(),
+                 data={"process": draft.name, "draft": draft.pk, "bindings": dict(bindings)})
     return draft
 
 
 @transaction.atomic
-def publish(*, draft: ProcessDraft, published_by=None) -> ProcessVersion:
+def publish(*, draft: ProcessDraft, published_by=None, actor: audit.Actor | None = None) -> ProcessVersion:
     """Publish the draft as the next version of its process, or refuse with every issue."""
     if draft.issues:
         raise PublishRefused(list(draft.issues))  # fix the file and import it again
@@ -117,4 +126,8 @@ def publish(*, draft: ProcessDraft, published_by=None) -> ProcessVersion:
     process.save(update_fields=["latest_version", "description"])
     draft.published_version = version
     draft.save(update_fields=["published_version"])
+    audit.record(EventKind.PROCESS_PUBLISHED, organization_id=draft.organization_id,
+                 actor=actor or (audit.Actor.admin(published_by) if published_by else audit.COMMAND_LINE),
+                 at=clock.now(), data={"process": process.name, "version": version.number,
+                                       "contentHash": version.content_hash})
     return version

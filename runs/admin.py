@@ -5,18 +5,9 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
+from kernel.admin import ReadOnlyAdmin
+
 from .models import Event, IdempotencyRecord, Run, StepState, Upload, WorkItem
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class ReadOnlyInline(admin.TabularInline):

@@ -1,4 +1,9 @@
-"""Speed is a feature: a claim + submit cycle stays within 12 SQL statements, and lists do no N+1."""
+"""Speed is a feature: a claim + submit cycle stays within 12 SQL statements, and lists do no N+1.
+
+The count includes the audit events of both writes (issue 14): on PostgreSQL they are written in
+the same statement as the write's idempotency record (a data-modifying WITH clause); SQLite, the
+development database, has no such clause and pays one INSERT more per write.
+"""
 
 import pytest
 from django.db import connection
@@ -25,7 +30,7 @@ Three steps.
 """
 
 
-def test_claim_and_submit_take_at_most_12_statements(publish, agent):
+def test_claim_and_submit_take_at_most_12_statements(publish, agent, is_postgres):
     publish(PROCESS)
     run_id = agent.ok("start_run", process="three-steps", inputs={})["run"]["id"]
     agent.ok("get_work")  # warm caches (compiled definition) as a running server has them
@@ -37,7 +42,9 @@ def test_claim_and_submit_take_at_most_12_statements(publish, agent):
     statements = [q["sql"] for q in claim_queries.captured_queries + submit_queries.captured_queries
                   if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "BEGIN"))]
     print(f"claim + submit: {len(statements)} statements")
-    assert len(statements) <= 12, "\n".join(statements)
+    audit_inserts = sum(q.startswith('INSERT INTO "agentprocess_auditevent"') for q in statements)
+    assert audit_inserts == (0 if is_postgres else 2), "\n".join(statements)
+    assert len(statements) - audit_inserts <= 12, "\n".join(statements)
 
 
 def test_get_work_uses_a_constant_number_of_statements(publish, agent, django_assert_max_num_queries):

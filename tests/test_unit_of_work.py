@@ -131,7 +131,8 @@ def test_a_refusal_rolls_the_write_back_and_keeps_only_its_handoff_note(claimed_
 def test_a_note_for_a_lease_that_has_since_changed_is_not_kept(claimed_screen):
     agent, run_id, _token = claimed_screen
     state = StepState.objects.get(run_id=run_id, step_id="screen")
-    writes.keep_handoff(writes.HandoffNote(state.pk, state.lease_gen + 1, {"issues": ["late"]}))
+    writes.keep_handoff(writes.HandoffNote(state.pk, state.lease_gen + 1, {"issues": ["late"]}),
+                        actor=writes.audit.SERVER, at=clock.now())
     assert StepState.objects.get(pk=state.pk).handoff is None
 
 

@@ -6,13 +6,14 @@ counts, the operators' queues) live in `workqueue.selectors`.
 """
 
 import base64
+import datetime as dt
 import functools
 import uuid
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -20,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from api.tools import call_tool
-from kernel import clock
+from kernel import audit, clock
 from kernel.errors import HTTP_STATUS, ConflictIssue, ToolError
 from kernel.identity import issue_personal_token, person_identity, personal_tokens, revoke_personal_token
 from processes import maps
@@ -34,7 +35,7 @@ from runs.selectors import is_assigned
 from runs.services import uploads
 from runs.services.decisions import note_rule
 
-from . import presenting, selectors
+from . import activity, presenting, selectors
 from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, read_widgets, value_from_text
 from .selectors import KIND_FILTERS, InboxFilters
 
@@ -350,12 +351,16 @@ def run_detail(request, identity, run_id: str):
     states = {row["id"]: row["state"] for row in view["steps"]}
     # The map module escapes every text it takes from the process file.
     map_svg = mark_safe(maps.svg_for_version(version_id, states=states))  # noqa: S308
+    who = request.GET.get("who", "") if request.GET.get("who", "") in activity.WHO else ""
+    events = audit.events(organization_ids=[identity.organization.id], run_id=run["id"])
     return render(request, "workqueue/run_detail.html", {
+        "activity": activity.timeline(events, who), "who": who, "who_choices": activity.WHO_LABELS,
         "view": view, "run": run, "inputs": presenting.input_items(view),
         "panels": presenting.step_panels(view), "timeline": presenting.timeline(view),
         "work_items": view["workItems"], "body_html": render_markdown(view["body"]),
         "map_svg": map_svg, "mermaid": maps.mermaid_for_version(version_id),
         "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] not in ENDED_STATES,
+        "is_operator": identity.is_operator,
     })
 
 
@@ -409,6 +414,42 @@ def operators(request, identity):
                           for step in overdue_steps],
         "overdue_step_total": overdue_step_total,
     })
+
+
+@operator_view
+def audit_download(request, identity, run_id: str | None = None, fmt: str | None = None):
+    """The audit log as a file: one run's (/runs/<id>/audit.<format>), or the organization's
+    between two dates (/audit/export?since=…&until=…&format=…). Streamed: any size, little memory."""
+    fmt = fmt or request.GET.get("format", "csv")
+    if fmt not in audit.FORMATS:
+        return _problem(request, 400, "Choose a file format", "The audit log downloads as csv or jsonl.")
+    if run_id is not None and call_tool(identity, "get_run", {"runId": run_id})["ok"] is False:
+        raise Http404("No such run in your organization.")
+    since, until, problems = _date_range(request.GET)
+    if problems:
+        return _problem(request, 400, "Check the dates", "Nothing was downloaded.", problems)
+    lines, content_type = audit.FORMATS[fmt]
+    rows = audit.events(organization_ids=[identity.organization.id], run_id=run_id, since=since, until=until)
+    name = f"audit-{run_id or identity.organization.slug}.{fmt}"
+    response = StreamingHttpResponse(lines(rows), content_type=f"{content_type}; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+def _date_range(query) -> tuple:
+    """since/until from YYYY-MM-DD fields (until inclusive: up to the end of that day, UTC)."""
+    bounds, problems = [None, None], []
+    for index, name in enumerate(("since", "until")):
+        text = query.get(name, "").strip()
+        if not text:
+            continue
+        try:
+            day = dt.date.fromisoformat(text)
+        except ValueError:
+            problems.append(f"{name}: “{text}” is not a date like 2026-10-06")
+            continue
+        bounds[index] = dt.datetime.combine(day + dt.timedelta(days=index), dt.time(), tzinfo=dt.UTC)
+    return bounds[0], bounds[1], problems
 
 
 @operator_view

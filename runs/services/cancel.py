@@ -2,6 +2,7 @@
 
 from django.db import transaction
 
+from kernel import audit
 from kernel.errors import forbidden, invalid
 from kernel.identity import Identity
 
@@ -13,7 +14,8 @@ from .engine import RunContext
 def cancel(*, identity: Identity, run_id: str, reason: str, now) -> RunContext:
     if not reason.strip():
         raise invalid("a cancel needs a reason", ["reason: required"])
-    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now)
+    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
+                               actor=audit.Actor.of(identity))
     ctx.ensure_open()
     if not identity.is_operator:
         raise forbidden("only the organization's operators cancel runs")

@@ -2,9 +2,11 @@
 
 from django.db import transaction
 
+from kernel import audit
 from kernel.clock import iso
 from kernel.errors import ConflictIssue, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
 from kernel.identity import Identity
+from kernel.models import EventKind
 
 from ..models import Decision, WorkItem, WorkItemState
 from ..selectors import is_assigned
@@ -73,7 +75,8 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
                              next_choice=next_choice, reason=reason, note=note)
     if issues:
         raise invalid("these arguments do not go with this decision", issues)
-    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now)
+    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
+                               actor=audit.Actor.of(identity))
     ctx.ensure_open()
     item = _item(ctx, work_item_id)
     if snapshot != ctx.run.snapshot:
@@ -89,6 +92,8 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
     step = ctx.step(item.step_id)
     by = identity.ref
     ctx.close_item(item, decision=decision, by=by)
+    ctx.record(EventKind.DECIDED, step_id=step.id, work_item_id=item.id,
+               data={"decision": str(decision), "note": note, "escalated": item.escalation is not None})
     if decision == Decision.COMPLETED:
         _complete(ctx, item, step, by=by, output=output, evidence=evidence, summary=summary,
                   next_choice=next_choice, reason=reason, verdict=verdict)

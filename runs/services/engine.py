@@ -11,8 +11,9 @@ from collections import deque
 
 from django.contrib.auth import get_user_model
 
-from kernel import clock, sql
+from kernel import audit, clock, sql
 from kernel.errors import not_found, run_ended
+from kernel.models import EventKind
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
 
@@ -65,9 +66,14 @@ def effective_handoff(state: StepState, now: dt.datetime) -> dict | None:
 
 
 class RunContext:
-    def __init__(self, run: Run, states: list[StepState], now: dt.datetime | None = None):
+    def __init__(self, run: Run, states: list[StepState], now: dt.datetime | None = None, *,
+                 actor: audit.Actor = audit.SERVER):
         self.run = run
         self.now = now or clock.now()
+        # Who causes what this context does (from authentication; the server for sweeps), and the
+        # audit events of it, written by save() in the same transaction.
+        self.actor = actor
+        self.events: list = []
         self.definition: Definition = definition_for(run.version_id)
         self.states: dict[str, StepState] = {state.step_id: state for state in states}
         # Values as loaded, so save() writes only the columns that changed.
@@ -81,11 +87,11 @@ class RunContext:
 
     # --- loading --------------------------------------------------------------------------
     @classmethod
-    def for_write(cls, *, organization, run_id: str, now=None) -> "RunContext":
+    def for_write(cls, *, organization, run_id: str, now=None, actor: audit.Actor = audit.SERVER) -> "RunContext":
         """The run of the organization (not_found otherwise) with its row and its steps' rows
         locked (runs/services/locks.py), so concurrent writes to one run serialize."""
         run, states = locks.run_for_write(organization=organization, run_id=run_id)
-        return cls(run, states, now)
+        return cls(run, states, now, actor=actor)
 
     @classmethod
     def read(cls, *, organization, run_id: str, now=None) -> "RunContext":
@@ -100,6 +106,14 @@ class RunContext:
     def ensure_open(self) -> None:
         if self.run.state in ENDED_STATES:
             raise run_ended()
+
+    # --- the audit log ----------------------------------------------------------------------
+    def record(self, kind: EventKind, *, step_id: str | None = None, work_item_id: str | None = None,
+               data: dict | None = None, actor: audit.Actor | None = None) -> None:
+        """An event of this run, written with the run by save()."""
+        self.events.append(audit.event(kind, organization_id=self.run.organization_id, actor=actor or self.actor,
+                                       at=self.now, run_id=self.run.id, step_id=step_id,
+                                       work_item_id=work_item_id, data=data))
 
     # --- accessors ------------------------------------------------------------------------
     def step(self, step_id: str) -> StepDef:
@@ -172,6 +186,7 @@ class RunContext:
             )
             if not joined:
                 return
+        self.record(EventKind.BRANCHES_JOINED, step_id=parallel_id, actor=audit.SERVER)
         self.complete(parallel_id, None)
 
     # --- activating -----------------------------------------------------------------------
@@ -209,6 +224,7 @@ class RunContext:
 
     def _enter_agent(self, step, state):
         state.state = StepStatus.READY
+        self.record(EventKind.STEP_READY, step_id=step.id, actor=audit.SERVER, data={"kind": step.kind})
         return None
 
     def _enter_task(self, step, state):
@@ -217,7 +233,9 @@ class RunContext:
         if assignment is None:
             return None
         group, person = assignment
-        self._open_item(step, state, kind=step.kind, group=group, person=person)
+        item = self._open_item(step, state, kind=step.kind, group=group, person=person)
+        self.record(EventKind.STEP_READY, step_id=step.id, work_item_id=item.id, actor=audit.SERVER,
+                    data={"kind": step.kind, "assignedTo": _assigned(item)})
         return None
 
     _enter_approve = _enter_task
@@ -225,7 +243,14 @@ class RunContext:
     def _enter_wait(self, step, state):
         state.state = StepStatus.WAITING
         state.wake_at = self.now + step.wait
+        self._record_waiting(step, state)
         return None
+
+    def _record_waiting(self, step, state) -> None:
+        data = {"kind": step.kind, "until": clock.iso(state.wake_at)}
+        if step.kind == "wait_for":
+            data["event"] = step.value
+        self.record(EventKind.STEP_READY, step_id=step.id, actor=audit.SERVER, data=data)
 
     def _enter_wait_until(self, step, state):
         raw = self._value_at(step.value)
@@ -239,6 +264,7 @@ class RunContext:
             return None
         state.state = StepStatus.WAITING
         state.wake_at = moment
+        self._record_waiting(step, state)
         return None
 
     def _enter_wait_for(self, step, state):
@@ -248,10 +274,10 @@ class RunContext:
             .order_by("id")
             .first()
         )
+        state.wake_at = self.now + step.timeout if step.timeout else None
+        self._record_waiting(step, state)
         if event is not None:
             self.deliver_event(step.id, event)
-            return None
-        state.wake_at = self.now + step.timeout if step.timeout else None
         return None
 
     def _enter_finish(self, step, state):
@@ -263,16 +289,21 @@ class RunContext:
     def _enter_parallel(self, step, state):
         # Fork (parallel-1 §3): the parallel step waits, every branch entry is ready in this write.
         state.state = StepStatus.WAITING
+        self.record(EventKind.STEP_READY, step_id=step.id, actor=audit.SERVER,
+                    data={"kind": step.kind, "branches": list(step.entries)})
         return list(step.entries)
 
     # --- waits and events -------------------------------------------------------------------
     def _complete_wait(self, step: StepDef, state: StepState) -> None:
+        self.record(EventKind.WAIT_ELAPSED, step_id=step.id, actor=audit.SERVER)
         self.complete(step.id, {"by": SERVER, "at": clock.iso(self.now)})
 
     def wake(self, step_id: str) -> None:
         """A wait's timer passed: continue, or for a wait_for take on_timeout (default: next)."""
         step, state = self.step(step_id), self.states[step_id]
         if step.kind == "wait_for":
+            self.record(EventKind.WAIT_TIMED_OUT, step_id=step.id, actor=audit.SERVER,
+                        data={"event": step.value, "next": step.timeout_target})
             self.complete(step.id, {"by": SERVER, "at": clock.iso(self.now)}, route=step.timeout_target)
         else:
             self._complete_wait(step, state)
@@ -282,6 +313,8 @@ class RunContext:
         event.consumed_by = step_id
         event.consumed_at = self.now
         event.save(update_fields=["consumed_by", "consumed_at"])
+        self.record(EventKind.EVENT_CONSUMED, step_id=step_id, actor=audit.SERVER,
+                    data={"event": event.name, "eventId": event.pk, "sentBy": event.sent_by})
         record = {"output": event.data if event.data is not None else {}, "by": event.sent_by,
                   "at": clock.iso(self.now)}
         self.complete(step_id, record)
@@ -341,7 +374,9 @@ class RunContext:
         self._touch(state)
         escalation = {"note": note, "by": by, "at": clock.iso(self.now)}
         operators = self.run.organization.operators.name
-        return self._open_item(self.step(step_id), state, kind="agent", group=operators, escalation=escalation)
+        item = self._open_item(self.step(step_id), state, kind="agent", group=operators, escalation=escalation)
+        self.record(EventKind.ESCALATED, step_id=step_id, work_item_id=item.id, data={"note": note})
+        return item
 
     def close_item(self, item: WorkItem, *, decision: str, by: str) -> None:
         item.state = WorkItemState.DECIDED
@@ -370,6 +405,7 @@ class RunContext:
         claim, or for a task to its assignee's new work item. The due clock does not restart."""
         step, state = self.step(step_id), self.states[step_id]
         verdict = self.release_candidate(step_id)
+        self.record(EventKind.RETURNED, step_id=step_id, data={"note": note})
         state.handoff = {**(state.handoff or {}), "returned": {"note": note, "by": by, "at": clock.iso(self.now)}}
         if verdict is not None:
             state.handoff["check"] = verdict  # check-1 §3: the same attempt continues
@@ -377,10 +413,13 @@ class RunContext:
         if step.kind == "task":
             assignment = self._assignment(step)
             if assignment is not None:
-                self._open_item(step, state, kind="task", group=assignment[0], person=assignment[1])
+                item = self._open_item(step, state, kind="task", group=assignment[0], person=assignment[1])
+                self.record(EventKind.STEP_READY, step_id=step.id, work_item_id=item.id, actor=audit.SERVER,
+                            data={"kind": step.kind, "assignedTo": _assigned(item)})
             return
         state.state = StepStatus.READY
         state.ready_since = self.now
+        self.record(EventKind.STEP_READY, step_id=step.id, actor=audit.SERVER, data={"kind": step.kind})
 
     def hold_for_person(self, step_id: str, *, record: dict, verdict: dict) -> WorkItem:
         """check-1 unsure: hold the submission as the step's candidate and escalate the step to the
@@ -400,7 +439,10 @@ class RunContext:
                               "own output), return it with a note, or fail the run.",
                       "by": SERVER, "at": clock.iso(self.now), "check": verdict, "candidate": record}
         operators = self.run.organization.operators.name
-        return self._open_item(step, state, kind=step.kind, group=operators, escalation=escalation)
+        item = self._open_item(step, state, kind=step.kind, group=operators, escalation=escalation)
+        self.record(EventKind.ESCALATED, step_id=step_id, work_item_id=item.id, actor=audit.SERVER,
+                    data={"note": escalation["note"], "check": verdict["verdict"]})
+        return item
 
     def release_candidate(self, step_id: str) -> dict | None:
         """Undo hold_for_person's mark in run data; returns the held verdict (None if nothing was held)."""
@@ -425,6 +467,7 @@ class RunContext:
         history and show null, except the rejecting approval; then the target is ready again."""
         target = self.step(target_id)
         since = self.states[target_id].activated_seq or 0
+        retired = []
         scope = [s for s in self.definition.steps if s.branch == target.branch] if target.parallel else self.definition.steps
         for step in scope:
             state = self.states[step.id]
@@ -433,15 +476,19 @@ class RunContext:
             entry = self.steps_data.get(step.id)
             if entry and rundata.retire_current(entry):
                 self._set_data_changed()
+                retired.append(step.id)
             state.state = None
             state.routed_to = None
             self._touch(state)
+        self.record(EventKind.REWORK, step_id=approval_id, data={"to": target_id, "movedToHistory": retired})
         self.activate(target_id)
 
     # --- ending -------------------------------------------------------------------------------
     def fail_step(self, step_id: str, *, by: str, note: str) -> None:
         """The step fails and so does the run (a `failed` decision, or a path resolving to nothing)."""
         state = self.states[step_id]
+        if by == SERVER:  # a person's `failed` decision is recorded as the decision
+            self.record(EventKind.STEP_FAILED, step_id=step_id, actor=audit.SERVER, data={"note": note})
         rundata.record_completion(self.steps_data, step_id, {"decision": "failed", "note": note, "by": by,
                                                               "at": clock.iso(self.now)})
         self._set_data_changed()
@@ -453,6 +500,11 @@ class RunContext:
     def end(self, *, state: str, outcome: str | None, by: str, note: str | None) -> None:
         """End or cancel (spec §3.5): unfinished steps cancelled, open work items removed, tokens dead."""
         run = self.run
+        if state == RunState.CANCELLED:
+            self.record(EventKind.RUN_CANCELLED, data={"reason": note})
+        else:
+            self.record(EventKind.RUN_ENDED, actor=self.actor if by != SERVER else audit.SERVER,
+                        data={"outcome": outcome, "note": note})
         run.state = state
         run.outcome = outcome
         run.ended_by = by
@@ -491,13 +543,17 @@ class RunContext:
             item.save(update_fields=["state", "decision", "decided_by", "decided_at"])
         if self._remove_open_items:
             WorkItem.objects.filter(run=run, state=WorkItemState.OPEN).update(state=WorkItemState.REMOVED)
-            Event.objects.filter(run=run, consumed_by__isnull=True, discarded_at__isnull=True).update(
-                discarded_at=self.now)
+            held = Event.objects.filter(run=run, consumed_by__isnull=True, discarded_at__isnull=True)
+            for event_id, name in held.values_list("id", "name"):
+                self.record(EventKind.EVENT_DISCARDED, actor=audit.SERVER, data={"event": name, "eventId": event_id})
+            held.update(discarded_at=self.now)
             if self._items is not None:
                 for item in self._items:
                     item.state = WorkItemState.REMOVED
         if self._new_items:
             WorkItem.objects.bulk_create(self._new_items)
+        audit.write(self.events)
+        self.events = []
 
     def _value_at(self, path: str):
         """The value a path names in run data: inputs.<f> or steps.<id>.output.<f>; None if absent."""
@@ -509,3 +565,6 @@ class RunContext:
             return output.get(parts[3])
         return None
 
+
+def _assigned(item: WorkItem) -> dict:
+    return {"group": item.assigned_group} if item.assigned_group else {"person": item.assigned_person}

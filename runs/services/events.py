@@ -4,8 +4,10 @@ import re
 
 from django.db import transaction
 
+from kernel import audit
 from kernel.errors import forbidden, invalid
 from kernel.identity import Identity
+from kernel.models import EventKind
 
 from ..models import Event
 from . import rundata
@@ -17,7 +19,8 @@ EVENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 @transaction.atomic(savepoint=False)
 def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None, now) -> str | None:
     """Deliver the event; returns the wait_for step that consumed it, or None when it is held."""
-    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now)
+    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
+                               actor=audit.Actor.of(identity))
     ctx.ensure_open()
     if not (identity.is_agent or identity.is_operator):
         raise forbidden("events come from agents and operators")
@@ -32,7 +35,11 @@ def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None,
         raise invalid("the event was not delivered", issues)
     event = Event.objects.create(run=ctx.run, name=name, data=data, sent_by=identity.ref, created_at=now)
     waiting = ctx.waiting_for(name)
+    ctx.record(EventKind.EVENT_SENT, step_id=waiting.id if waiting else None,
+               data={"event": name, "eventId": event.pk, "consumedBy": waiting.id if waiting else None})
     if waiting is not None:
         ctx.deliver_event(waiting.id, event)
+    else:
+        ctx.record(EventKind.EVENT_HELD, actor=audit.SERVER, data={"event": name, "eventId": event.pk})
     ctx.save()
     return waiting.id if waiting else None

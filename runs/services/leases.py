@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
-from kernel import sql
+from kernel import audit, sql
+from kernel.clock import iso
 from kernel.errors import (
     ConflictIssue,
     conflict,
@@ -16,6 +17,7 @@ from kernel.errors import (
     stale,
 )
 from kernel.identity import Identity
+from kernel.models import EventKind
 from processes.definition import definition_for
 
 from ..models import CLAIMABLE, Run, StepState, StepStatus
@@ -97,6 +99,7 @@ def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime,
             where={"lease_gen": state.lease_gen, "state": state.state},
         )
         if moved:
+            _record_claim(identity, state, generation, expires_at, now)
             state.state, state.claimed_by, state.lease_gen = StepStatus.CLAIMED, identity.ref, generation
             state.lease_expires_at, state.progress, state.handoff = expires_at, None, handoff
             token = tokens.issue(organization_id=identity.organization.id, run_id=run_id, step_id=step_id,
@@ -105,6 +108,20 @@ def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime,
             return Lease(token=token, expires_at=expires_at, state=state)
         state = None
     raise conflict(ConflictIssue.CLAIMED_BY_OTHER, "another caller holds a live claim on this step")
+
+
+def _record_claim(identity: Identity, state: StepState, generation: int, expires_at, now) -> None:
+    """The claim, and before it the lapse of the lease it replaces (judged at read time: no sweep
+    may have run), in one statement."""
+    where = {"organization_id": identity.organization.id, "run_id": state.run_id, "step_id": state.step_id,
+             "at": now}
+    events = []
+    if state.state == StepStatus.CLAIMED:
+        events.append(audit.event(EventKind.LEASE_LAPSED, actor=audit.SERVER, **where,
+                                  data={"leaseGeneration": state.lease_gen, "heldBy": state.claimed_by}))
+    events.append(audit.event(EventKind.STEP_CLAIMED, actor=audit.Actor.of(identity), **where,
+                              data={"leaseGeneration": generation, "expiresAt": iso(expires_at)}))
+    audit.write(events)
 
 
 def check_lease(identity: Identity, lease: tokens.LeaseClaim, state: StepState | None, run: Run, now) -> StepState:
@@ -140,6 +157,9 @@ def renew(*, identity: Identity, token: str, progress: str | None, now: dt.datet
     moved = sql.update_row(StepState, state.pk, changes, where={"lease_gen": state.lease_gen, "state": StepStatus.CLAIMED})
     if not moved:
         raise stale("the lease of this token ended or was replaced; call get_work again")
+    audit.record(EventKind.LEASE_RENEWED, organization_id=identity.organization.id, actor=audit.Actor.of(identity),
+                 at=now, run_id=lease.run_id, step_id=lease.step_id,
+                 data={"leaseGeneration": generation, "expiresAt": iso(expires_at), "progress": progress})
     new_token = tokens.issue(organization_id=identity.organization.id, run_id=lease.run_id, step_id=lease.step_id,
                              generation=generation, holder=identity.ref, expires_at=expires_at, issued_at=now,
                              checked=lease.checked)

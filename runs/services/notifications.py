@@ -8,13 +8,16 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 
+from kernel import audit, clock
 from kernel.clock import iso
+from kernel.models import EventKind
 
 from ..models import StepState, WorkItem, WorkItemState
 
 
 @dataclass(frozen=True)
 class OverdueNotice:
+    organization_id: int
     recipient: str
     run_id: str
     process: str
@@ -63,15 +66,17 @@ def overdue_notices(states: list[StepState]) -> list[OverdueNotice]:
         if item is not None:
             recipients |= members[item.assigned_group] if item.assigned_group else {item.assigned_person}
         for recipient in sorted(r for r in recipients if r):
-            notices.append(OverdueNotice(recipient=recipient, run_id=state.run_id, process=state.process_name,
+            notices.append(OverdueNotice(organization_id=state.organization_id, recipient=recipient, run_id=state.run_id, process=state.process_name,
                                          step_id=state.step_id, work_item_id=item.id if item else None,
                                          due_at=iso(state.due_at)))
     return notices
 
 
 def send_overdue_notices(notices: list[OverdueNotice]) -> int:
-    """Send one digest per recipient; returns the number of messages."""
+    """Send one digest per recipient, and record each notice a message carried; returns the number
+    of messages."""
     by_recipient = defaultdict(list)
+    sent = []
     for notice in notices:
         by_recipient[notice.recipient].append(notice)
     for recipient, mine in sorted(by_recipient.items()):
@@ -79,5 +84,9 @@ def send_overdue_notices(notices: list[OverdueNotice]) -> int:
                    else f"{len(mine)} items are overdue")
         body = "These items passed their due time and are still open:\n\n" + "\n".join(
             n.line() for n in mine) + "\n"
-        send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [recipient], fail_silently=True)
+        if send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [recipient], fail_silently=True):
+            sent += [audit.event(EventKind.NOTICE_SENT, organization_id=n.organization_id, actor=audit.SERVER,
+                                 at=clock.now(), run_id=n.run_id, step_id=n.step_id, work_item_id=n.work_item_id,
+                                 data={"to": recipient, "notice": "overdue"}) for n in mine]
+    audit.write(sent)
     return len(by_recipient)

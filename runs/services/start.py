@@ -1,9 +1,14 @@
 """start_run (spec §3.2, tools.md): check inputs, pin the version, make the first step ready."""
 
+import hashlib
+
+import rfc8785
 from django.db import transaction
 
+from kernel import audit
 from kernel.errors import invalid, not_found
 from kernel.identity import Identity
+from kernel.models import EventKind
 from processes.definition import definition_for
 from processes.fields import check_fields
 from processes.models import Process, ProcessVersion
@@ -62,7 +67,9 @@ def start_run(*, identity: Identity, process: str, version: int | None, inputs: 
                   position=step.position, kind=step.kind)
         for step in definition.steps
     ]
-    ctx = RunContext(run, states, now)
+    ctx = RunContext(run, states, now, actor=audit.Actor.of(identity))
+    ctx.record(EventKind.RUN_STARTED, data={"process": definition.name, "version": number, "mode": mode,
+                                            "inputsSha256": hashlib.sha256(rfc8785.dumps(inputs)).hexdigest()})
     ctx.activate(definition.first.id)
     ctx.save()
     return ctx

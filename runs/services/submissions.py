@@ -2,8 +2,10 @@
 
 from django.db import transaction
 
+from kernel import audit
 from kernel.errors import ToolError, not_accepted
 from kernel.identity import Identity
+from kernel.models import EventKind
 
 from . import checks
 from .acceptance import accept
@@ -16,7 +18,8 @@ def _claimed(identity: Identity, token: str, now):
     """The run, locked, and the step this token's lease is on, refused in the order of spec §3.5
     and tools.md (check_lease)."""
     lease = verified_lease(identity, token)
-    ctx = RunContext.for_write(organization=identity.organization, run_id=lease.run_id, now=now)
+    ctx = RunContext.for_write(organization=identity.organization, run_id=lease.run_id, now=now,
+                               actor=audit.Actor.of(identity))
     state = check_lease(identity, lease, ctx.states.get(lease.step_id), ctx.run, now)
     return ctx, state, lease
 
@@ -30,6 +33,8 @@ def settle_check(ctx: RunContext, step, state, record: dict, verdict: dict | Non
     if not step.advisory and verdict["verdict"] == "fail":
         lines = checks.issue_lines(step, verdict)
         raise Refused(not_accepted(lines), HandoffNote(state.pk, generation, {"issues": lines, "check": verdict}))
+    ctx.record(EventKind.CHECK_VERDICT, step_id=step.id, data={"verdict": verdict["verdict"],
+                                                               "advisory": verdict["advisory"]})
     if not step.advisory and verdict["verdict"] == "unsure":
         ctx.hold_for_person(step.id, record=record, verdict=verdict)
         return True
@@ -67,6 +72,8 @@ def submit(*, identity: Identity, token: str, output, evidence, summary, next_ch
                             next_choice=next_choice, reason=reason, by=identity.ref, summary_required=True)
     if issues:
         raise Refused(not_accepted(issues), HandoffNote(state.pk, lease.generation, {"issues": issues}))
+    ctx.record(EventKind.SUBMISSION_ACCEPTED, step_id=step.id,
+               data={"leaseGeneration": lease.generation, "next": next_choice, "reason": reason})
     if step.check and settle_check(ctx, step, state, record, verdict, lease.generation):
         ctx.save()
         return ctx

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
-from kernel import sql
+from kernel import audit, clock, sql
+from kernel.models import EventKind
 from kernel.organizations import organization_by_id
 
 from ..models import UNFINISHED, StepState, StepStatus
@@ -55,16 +56,24 @@ def sweep_leases(now: dt.datetime) -> int:
     released = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            pick = (f"SELECT id FROM {table} WHERE state = '{StepStatus.CLAIMED}' AND lease_expires_at <= %s "
-                    f"ORDER BY lease_expires_at LIMIT %s{locks.skip_locked_subquery()}")
             cursor.execute(
-                f"UPDATE {table} SET state = '{StepStatus.READY}', "
-                f"handoff = CASE WHEN progress IS NULL OR progress = '' THEN handoff ELSE {with_progress} END, "
-                "claimed_by = NULL, lease_expires_at = NULL, progress = NULL, lease_gen = lease_gen + 1 "
-                f"WHERE id IN ({pick})", [sql.adapt(StepState, "lease_expires_at", now), BATCH])
-            count = cursor.rowcount
-        released += count
-        if count < BATCH:
+                f"SELECT id, organization_id, run_id, step_id, lease_gen, claimed_by, progress FROM {table} "
+                f"WHERE state = '{StepStatus.CLAIMED}' AND lease_expires_at <= %s "
+                f"ORDER BY lease_expires_at LIMIT %s{locks.skip_locked_subquery()}",
+                [sql.adapt(StepState, "lease_expires_at", now), BATCH])
+            lapsed = cursor.fetchall()
+            if lapsed:
+                cursor.execute(
+                    f"UPDATE {table} SET state = '{StepStatus.READY}', "
+                    f"handoff = CASE WHEN progress IS NULL OR progress = '' THEN handoff ELSE {with_progress} END, "
+                    "claimed_by = NULL, lease_expires_at = NULL, progress = NULL, lease_gen = lease_gen + 1 "
+                    f"WHERE id IN ({', '.join(['%s'] * len(lapsed))})", [row[0] for row in lapsed])
+                audit.write([audit.event(EventKind.LEASE_LAPSED, organization_id=org, actor=audit.SERVER, at=now,
+                                         run_id=run_id, step_id=step_id,
+                                         data={"leaseGeneration": gen, "heldBy": holder, "progress": progress})
+                             for _id, org, run_id, step_id, gen, holder, progress in lapsed])
+        released += len(lapsed)
+        if len(lapsed) < BATCH:
             return released
 
 
@@ -119,6 +128,10 @@ def sweep_dues(now: dt.datetime) -> tuple[int, list[OverdueNotice]]:
                 .order_by("due_at"), BATCH)
             if crossed:
                 StepState.objects.filter(pk__in=[s.pk for s in crossed]).update(due_notified_at=now)
+                audit.write([audit.event(EventKind.OVERDUE, organization_id=s.organization_id, actor=audit.SERVER,
+                                         at=now, run_id=s.run_id, step_id=s.step_id,
+                                         data={"due": clock.iso(s.due_at), "test": s.run.mode == "test"})
+                             for s in crossed])
                 live = [s for s in crossed if s.run.mode != "test"]  # a test run is marked, never notified
                 notices += overdue_notices(live)
         crossings += len(crossed)

@@ -8,8 +8,10 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
 
+from kernel import audit
 from kernel.errors import invalid
 from kernel.identity import Identity
+from kernel.models import EventKind
 
 from ..models import Upload
 
@@ -41,4 +43,6 @@ def upload(*, identity: Identity, file_name: str, content_type: str, content_bas
     )
     row.file.save(row.id, ContentFile(content), save=False)
     row.save(force_insert=True)
+    audit.record(EventKind.FILE_UPLOADED, organization_id=identity.organization.id, actor=audit.Actor.of(identity),
+                 at=now, data={"upload": row.id, "fileName": file_name, "bytes": row.size, "sha256": row.sha256})
     return row

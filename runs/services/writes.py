@@ -28,9 +28,10 @@ from functools import cached_property
 
 from django.db import IntegrityError, transaction
 
-from kernel import sql
+from kernel import audit, sql
 from kernel.errors import ErrorCode, ToolError
 from kernel.identity import Identity
+from kernel.models import AuditEvent, EventKind
 
 from ..models import IdempotencyRecord
 from . import locks
@@ -104,13 +105,14 @@ def perform(write: Write, apply: Callable[[object], dict], *, prepare: Callable[
         prepared = prepare(write) if prepare is not None else None
         if "stored" in write.__dict__ and write.replayed:  # prepare found a replay: nothing to do
             return write.replay()
-        with transaction.atomic():
+        with transaction.atomic(), audit.request_scope(write.request_id, hold=True) as scope:
             data = apply(prepared)
-            sql.insert_row(IdempotencyRecord, {
+            # The record and the write's audit events, one statement on PostgreSQL.
+            sql.insert_rows((AuditEvent, [audit.row_values(event) for event in scope.held]), (IdempotencyRecord, [{
                 "organization": write.identity.organization.id, "request_id": write.request_id,
                 "tool": write.operation, "caller": write.identity.ref, "arguments_hash": write.fingerprint,
                 "result": data, "created_at": write.now,
-            })
+            }]))
         return data
     except IntegrityError:
         write.forget_lookup()
@@ -122,15 +124,23 @@ def perform(write: Write, apply: Callable[[object], dict], *, prepare: Callable[
         if write.replayed:
             return write.replay()
         if isinstance(error, Refused):
-            keep_handoff(error.handoff)
+            with audit.request_scope(write.request_id):
+                keep_handoff(error.handoff, actor=audit.Actor.of(write.identity), at=write.now)
             raise ToolError(error.code, error.message, error.issues) from None
         raise
 
 
 @transaction.atomic(savepoint=False)
-def keep_handoff(note: HandoffNote) -> None:
-    """After a refusal, keep what the next attempt needs (issues, check); run data is untouched."""
+def keep_handoff(note: HandoffNote, *, actor: audit.Actor, at) -> None:
+    """After a refusal, keep what the next attempt needs (issues, check), and that it was refused;
+    run data is untouched. Nothing is kept once the lease the note was for has moved on."""
     state = locks.step_of_lease(note.step_state_id, note.lease_generation)
-    if state is not None:
-        state.handoff = {**(state.handoff or {}), **note.additions}
-        state.save(update_fields=["handoff"])
+    if state is None:
+        return
+    state.handoff = {**(state.handoff or {}), **note.additions}
+    state.save(update_fields=["handoff"])
+    data = {"issues": note.additions.get("issues", [])}
+    if "check" in note.additions:
+        data["check"] = note.additions["check"]["verdict"]
+    audit.record(EventKind.SUBMISSION_REFUSED, organization_id=state.organization_id, actor=actor, at=at,
+                 run_id=state.run_id, step_id=state.step_id, data=data)

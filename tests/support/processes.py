@@ -1,4 +1,4 @@
-"""Process texts shared by the inbox tests (server-rendered pages and the browser)."""
+"""Process texts shared by several test modules (server-rendered pages, the browser, the audit log)."""
 
 PARALLEL_REVIEW = """---
 name: parallel-review
@@ -24,4 +24,25 @@ steps:
 ---
 
 # Parallel review
+"""
+
+SCREEN_AND_APPROVE = """---
+name: screen-and-approve
+description: An agent screens a vendor; finance approves or sends it back.
+inputs:
+  vendorName: string
+steps:
+  - id: screen
+    agent: Screen the vendor against the sanctions lists.
+    output:
+      cleared: boolean
+    due: 1h
+  - id: approve
+    person: finance
+    approve: Approve the vendor.
+    on_reject: screen
+  - id: done
+    finish: approved
+---
+Screen, then approve.
 """
