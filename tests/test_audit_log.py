@@ -400,3 +400,97 @@ def page_of(client, url) -> str:
     response = client.get(url)
     assert response.status_code == 200
     return response.content.decode()
+
+
+# ---------------------------------------------------------------- the remaining kinds
+
+CHECKED = """---
+name: checked-screening
+description: An agent screens; a model checks the summary before the step completes.
+inputs:
+  vendorName: string
+  manager: person
+steps:
+  - id: screen
+    agent: Screen the vendor and say which lists you searched.
+    output:
+      cleared: boolean
+    check: The summary names the lists that were searched.
+  - id: sign_off
+    person: inputs.manager
+    task: Sign the screening off.
+  - id: done
+    finish: screened
+---
+Screening with a check.
+"""
+
+
+def test_check_verdicts_forks_joins_and_server_failures_are_recorded(publish, make_agent, make_person, settings):
+    from tests.support.chat_server import ChatServer
+    from tests.support.processes import PARALLEL_REVIEW
+
+    server = ChatServer().start()
+    try:
+        settings.CHECK_EVALUATOR_URL, settings.CHECK_EVALUATOR_MODEL = server.url, "scripted-evaluator-1"
+        publish(CHECKED)
+        agent = make_agent("screener")
+        question = "The summary names the lists that were searched."
+        run_id = agent.ok("start_run", process="checked-screening",
+                          inputs={"vendorName": "Acme", "manager": "nobody@example.com"})["run"]["id"]
+        token = agent.ok("claim", runId=run_id, stepId="screen")["token"]
+        server.script[question] = {"yes": 0.1}
+        agent.error("submit", token=token, output={"cleared": True}, summary="Looked around.")
+        server.script[question] = {"yes": 0.97}
+        agent.ok("submit", token=token, output={"cleared": True}, summary="Searched OFAC and the EU list.")
+    finally:
+        server.stop()
+    assert events_of(run_id)[2:] == [
+        ("step_claimed", "a_screener", "screen"),
+        ("submission_refused", "a_screener", "screen"),
+        ("check_verdict", "a_screener", "screen"),
+        ("submission_accepted", "a_screener", "screen"),
+        ("step_failed", "server", "sign_off"),  # the manager is no person of this organization
+        ("run_ended", "server", None),
+    ]
+    refused = AuditEvent.objects.get(run_id=run_id, kind="submission_refused")
+    assert refused.data["check"] == "fail" and refused.data["issues"][0].startswith(f"check: {question} → no (")
+    assert AuditEvent.objects.get(run_id=run_id, kind="check_verdict").data == {"verdict": "pass", "advisory": False}
+    failed = AuditEvent.objects.get(run_id=run_id, kind="step_failed")
+    assert "resolves" in failed.data["note"] or "not a person" in failed.data["note"]
+    assert AuditEvent.objects.get(run_id=run_id, kind="run_ended").data["outcome"] == "failed"
+
+    publish(PARALLEL_REVIEW, {"finance-approver": "finance"})
+    finance = make_person("fin@example.com", groups=["finance"])
+    view = agent.ok("start_run", process="parallel-review", inputs={"vendorName": "Acme"})
+    forked = view["run"]["id"]
+    token = agent.ok("claim", runId=forked, stepId="screen")["token"]
+    agent.ok("submit", token=token, output={"cleared": True, "findings": "none"}, summary="Screened.")
+    item = [i["workItem"] for i in finance.ok("get_work")["items"] if i["runId"] == forked][0]
+    finance.ok("decide", runId=forked, workItemId=item["id"], snapshot=item["snapshot"], decision="approved")
+    kinds = [kind for kind, _actor, step in events_of(forked)]
+    assert kinds[:4] == ["run_started", "step_ready", "step_ready", "step_ready"]  # the fork, then both entries
+    assert AuditEvent.objects.filter(run_id=forked, kind="step_ready").first().data == {
+        "kind": "parallel", "branches": ["screen", "approve"]}
+    assert kinds[-3:] == ["decided", "branches_joined", "run_ended"]
+
+
+def test_a_write_over_rest_carries_its_request_id_and_the_authenticated_actor(screening, client):
+    """The actor comes from the bearer token, never from the arguments (a `by` argument is refused
+    by the tool's schema and changes nothing)."""
+    import json
+
+    from kernel.organizations import create_agent, default_organization
+
+    _agent, token = create_agent(default_organization(), "rest-agent")
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    body = {"process": "screen-and-approve", "inputs": {"vendorName": "Acme"}, "requestId": "rest-start-1"}
+    response = client.post("/api/v1/tools/start_run", json.dumps(body), content_type="application/json", **headers)
+    run_id = response.json()["data"]["run"]["id"]
+    spoofed = client.post("/api/v1/tools/claim", json.dumps({"runId": run_id, "stepId": "screen", "by": "ceo@example.com",
+                                                             "requestId": "rest-claim-1"}),
+                          content_type="application/json", **headers)
+    assert spoofed.status_code == 400 and spoofed.json()["error"]["issues"] == ["by: not an argument of this tool"]
+    started = AuditEvent.objects.get(run_id=run_id, kind="run_started")
+    assert (started.actor, started.actor_kind, started.request_id) == ("a_rest-agent", "agent", "rest-start-1")
+    assert not AuditEvent.objects.filter(run_id=run_id, kind="step_claimed").exists()

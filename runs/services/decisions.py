@@ -13,7 +13,7 @@ from ..selectors import is_assigned
 from . import checks
 from .acceptance import accept
 from .engine import RunContext
-from .submissions import settle_check
+from .submissions import check_verdict, held_for_person
 from .writes import Write
 
 NEEDS_NOTE = (Decision.REJECTED, Decision.RETURNED, Decision.FAILED)
@@ -135,8 +135,9 @@ def _complete(ctx: RunContext, item: WorkItem, step, *, by, output, evidence, su
         raise not_accepted(problems)
     if held_verdict is not None:
         record["check"] = held_verdict
-    elif item.escalation is None and step.check and settle_check(ctx, step, state, record, verdict, None):
-        return
+    elif item.escalation is None and step.check:
+        if held_for_person(ctx, step, record, check_verdict(ctx, step, state, record, verdict, None)):
+            return
     ctx.complete(step.id, record, route=next_choice if step.routes else None)
 
 

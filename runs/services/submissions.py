@@ -24,10 +24,9 @@ def _claimed(identity: Identity, token: str, now):
     return ctx, state, lease
 
 
-def settle_check(ctx: RunContext, step, state, record: dict, verdict: dict | None, generation: int | None) -> bool:
-    """Apply check-1 §3 to an objectively accepted submission. Returns True when the step was held
-    for a person (unsure); refuses a blocking fail, leaving the verdict for the next attempt;
-    otherwise records the verdict on the completion."""
+def check_verdict(ctx: RunContext, step, state, record: dict, verdict: dict | None, generation: int | None) -> dict:
+    """check-1 §3 on an objectively accepted submission: the verdict (asked now unless it was asked
+    before the transaction). A blocking fail is refused, the verdict left for the next attempt."""
     if verdict is None:
         verdict = checks.evaluate(ctx, step, record)
     if not step.advisory and verdict["verdict"] == "fail":
@@ -35,6 +34,12 @@ def settle_check(ctx: RunContext, step, state, record: dict, verdict: dict | Non
         raise Refused(not_accepted(lines), HandoffNote(state.pk, generation, {"issues": lines, "check": verdict}))
     ctx.record(EventKind.CHECK_VERDICT, step_id=step.id, data={"verdict": verdict["verdict"],
                                                                "advisory": verdict["advisory"]})
+    return verdict
+
+
+def held_for_person(ctx: RunContext, step, record: dict, verdict: dict) -> bool:
+    """An unsure verdict holds the submission for a person (True); any other is recorded on the
+    completion (check-1 §3)."""
     if not step.advisory and verdict["verdict"] == "unsure":
         ctx.hold_for_person(step.id, record=record, verdict=verdict)
         return True
@@ -72,9 +77,10 @@ def submit(*, identity: Identity, token: str, output, evidence, summary, next_ch
                             next_choice=next_choice, reason=reason, by=identity.ref, summary_required=True)
     if issues:
         raise Refused(not_accepted(issues), HandoffNote(state.pk, lease.generation, {"issues": issues}))
+    checked = check_verdict(ctx, step, state, record, verdict, lease.generation) if step.check else None
     ctx.record(EventKind.SUBMISSION_ACCEPTED, step_id=step.id,
                data={"leaseGeneration": lease.generation, "next": next_choice, "reason": reason})
-    if step.check and settle_check(ctx, step, state, record, verdict, lease.generation):
+    if checked and held_for_person(ctx, step, record, checked):
         ctx.save()
         return ctx
     ctx.complete(step.id, record, route=next_choice if step.routes else None)
