@@ -1,9 +1,13 @@
 """Settings, all read from the environment (django-environ); see README "Configuration"."""
 
 import os
+import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -11,11 +15,60 @@ VAR_DIR = BASE_DIR / "var"
 env = environ.Env()
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="dev-only-insecure-key-change-me-0123456789abcdef")
-ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Absolute base URL used in links that leave a request (emails, signed file URLs in MCP results).
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+_public = urlsplit(PUBLIC_BASE_URL)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+# Served to this machine only (the embedded default of ./dev run, the tests): the one case where
+# a key may be generated here and loopback hosts are allowed.
+EMBEDDED = _public.hostname in LOOPBACK_HOSTS
+HTTPS = _public.scheme == "https"
+
+# --- secrets and hosts: no insecure default reaches a deployment (README "Security settings") ---
+# Keys Django's deploy check calls weak (shorter than 50, fewer than 5 distinct characters, the
+# django-insecure- prefix), and the development key this project once shipped.
+_SHIPPED_KEYS = {"dev-only-insecure-key-change-me-0123456789abcdef"}
+
+
+def _weak(key: str) -> bool:
+    return key in _SHIPPED_KEYS or len(key) < 50 or len(set(key)) < 5 or key.startswith("django-insecure-")
+
+
+def _kept_secret_key(path: Path) -> str:
+    """A random key made once for this machine and kept in var/ (never committed): sessions and
+    lease tokens survive restarts of ./dev run. Made atomically, so concurrent starts agree."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{os.getpid()}")
+        draft.write_text(secrets.token_urlsafe(64))
+        draft.chmod(0o600)
+        try:
+            os.link(draft, path)  # fails if another process made it first; theirs wins
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return path.read_text().strip()
+
+
+def _secret_key() -> str:
+    key = env.str("SECRET_KEY", default="")
+    if not key and (EMBEDDED or DEBUG):
+        return _kept_secret_key(VAR_DIR / "secret_key")
+    if not key:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is not set. A server published at {PUBLIC_BASE_URL} needs its own key, the same on every "
+            "host: export SECRET_KEY=\"$(python -c 'import secrets; print(secrets.token_urlsafe(64))')\"")
+    if _weak(key) and not (EMBEDDED or DEBUG):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is too weak for a deployment (at least 50 characters, not a shipped example); "
+            "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(64))'")
+    return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[_public.hostname, *(LOOPBACK_HOSTS if EMBEDDED else ())])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[f"{_public.scheme}://{_public.netloc}"])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -26,6 +79,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from our own static files (no CDN)
     "oauth2_provider",  # OAuth 2.1 authorization server (issue 7; kernel/oauth.py, api/oauth.py)
     "kernel",  # app label "agentprocess" (kernel/apps.py)
     "processes",
@@ -42,7 +96,30 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
 ]
+
+# HTTPS deployments (PUBLIC_BASE_URL https://…) behind a proxy that terminates TLS and sends
+# X-Forwarded-Proto: secure cookies, HSTS, and plain-http requests redirected.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SESSION_COOKIE_HTTPONLY = CSRF_COOKIE_HTTPONLY = True  # no script reads either (forms carry the token)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=HTTPS)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS)
+# Every page: scripts and style sheets from this server only (inline only with the request's
+# nonce), no plugins, no framing, no foreign <base>. Images: this server and data: URIs (the
+# maps are inline SVG; Swagger UI draws icons from data: URIs).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 ROOT_URLCONF = "agentprocess.urls"
 WSGI_APPLICATION = "agentprocess.wsgi.application"
@@ -58,6 +135,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
             ],
         },
     },
@@ -146,8 +224,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES * 4 // 3 + 64 * 1024
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="agentprocess@localhost")
 
-# --- Celery ------------------------------------------------------------------------------
+# --- Celery and the cache ----------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+# The cache holds the sign-in and token throttles (kernel/throttle.py): shared by every worker and
+# host through Redis (CACHE_URL, default REDIS_URL); `locmem` keeps it in process memory, the
+# embedded default (and the test suite's, so tests never share counters).
+CACHE_URL = env.str("CACHE_URL", default=REDIS_URL or "locmem")
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"} if CACHE_URL == "locmem"
+          else {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+                "KEY_PREFIX": "agentprocess"}}
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {
@@ -217,6 +302,9 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
 }
+# DOT warns of any http redirect URI; RFC 9700 §2.1 itself excepts loopback redirects of native
+# apps (RFC 8252 §7.3), which is how desktop MCP clients receive their code, so http stays allowed.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 # DOT's default, named so migrations of models pointing at it (AgentApplication) can resolve it.
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 
@@ -234,6 +322,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "OAS_VERSION": "3.1.0",
     "POSTPROCESSING_HOOKS": ["api.openapi.expand_tool_paths"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 LOGGING = {

@@ -7,9 +7,12 @@ client-credentials tokens at `/o/token/`. Endpoints: `/o/authorize/`, `/o/token/
 Clients, scopes and resource URLs are in `kernel/oauth.py`; tokens resolve in `kernel/identity.py`.
 """
 
+import base64
+from urllib.parse import unquote
+
 import oauthlib.oauth2
 from django.conf import settings
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.urls import path
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
@@ -17,6 +20,7 @@ from oauth2_provider.views import AuthorizationView, OAuthServerMetadataView, Re
 from oauth2_provider.views.metadata import OAuthProtectedResourceMetadataView
 from oauthlib.oauth2.rfc6749.grant_types.authorization_code import code_challenge_method_s256
 
+from kernel import throttle
 from kernel.identity import person_identity
 from kernel.oauth import GRANTS, RESOURCE_PATHS, REST_RESOURCE_PATH, is_agent_application, resource_url
 
@@ -50,6 +54,39 @@ class Validator(OAuth2Validator):
     def validate_response_type(self, client_id, response_type, client, request, *args, **kwargs):
         return response_type == "code" and not is_agent_application(client) and super().validate_response_type(
             client_id, response_type, client, request, *args, **kwargs)
+
+
+class ThrottledTokenView(TokenView):
+    """`/o/token/`: failed client authentications are counted per client and per address, and
+    then slowed down and refused with a 429 (kernel/throttle.py); a success clears the client's."""
+
+    def post(self, request, *args, **kwargs):
+        client = f"client:{_client_id(request)}"
+        address = throttle.address_of(request)
+        try:
+            throttle.check(throttle.CLIENT_SECRET, client, address)
+        except throttle.Throttled as error:
+            response = JsonResponse({"error": "invalid_client", "error_description": (
+                f"too many failed client authentications; try again in {error.wait_text}")}, status=429)
+            response["Retry-After"] = str(error.retry_after)
+            return response
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 401:
+            throttle.count(throttle.CLIENT_SECRET, client, address)
+        elif response.status_code == 200:
+            throttle.clear(throttle.CLIENT_SECRET, client)
+        return response
+
+
+def _client_id(request) -> str:
+    """The client a token request names: HTTP Basic (client_secret_basic) or the form field."""
+    authorization = request.headers.get("Authorization", "")
+    if authorization.lower().startswith("basic "):
+        try:
+            return unquote(base64.b64decode(authorization[6:]).decode().split(":", 1)[0])
+        except (ValueError, UnicodeDecodeError):
+            return ""
+    return request.POST.get("client_id", "")
 
 
 class ConsentView(AuthorizationView):
@@ -106,7 +143,7 @@ class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):
 # does that), OIDC, device flow, introspection and dynamic client registration.
 _patterns = [
     path("o/authorize/", ConsentView.as_view(), name="authorize"),
-    path("o/token/", TokenView.as_view(), name="token"),
+    path("o/token/", ThrottledTokenView.as_view(), name="token"),
     path("o/revoke_token/", RevokeTokenView.as_view(), name="revoke-token"),
     path(".well-known/oauth-authorization-server", OAuthServerMetadataView.as_view(), name="oauth-server-metadata"),
     path(".well-known/oauth-protected-resource", ProtectedResourceMetadataView.as_view(),

@@ -9,6 +9,7 @@ import json
 import re
 
 from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
 from .rest import respond
 from .threads import run_sync
@@ -33,9 +34,24 @@ async def send_json(send, status: int, envelope: dict, headers: dict[str, str]) 
 
 TOO_LARGE = {"ok": False, "error": {"code": "invalid", "message": "the request body is too large",
                                     "issues": ["body: larger than the server accepts"]}}
+UNKNOWN_HOST = {"ok": False, "error": {"code": "invalid", "message": "this server does not answer to that host name",
+                                       "issues": ["Host: not one of this server's ALLOWED_HOSTS"]}}
+
+
+def _header(scope, name: bytes) -> str | None:
+    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
+
+
+def host_allowed(scope) -> bool:
+    """Django's own Host check (ALLOWED_HOSTS), which this route would otherwise skip."""
+    domain, _port = split_domain_port(_header(scope, b"host") or "")
+    return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
 async def rest_tool_app(scope, receive, send, tool: str) -> None:
+    if not host_allowed(scope):
+        await send_json(send, 400, UNKNOWN_HOST, {})
+        return
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     chunks, size = [], 0
     while True:
@@ -50,7 +66,6 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
         chunks.append(chunk)
         if not message.get("more_body"):
             break
-    authorization = next((value.decode("latin-1") for name, value in scope["headers"]
-                          if name == b"authorization"), None)
+    authorization = _header(scope, b"authorization")
     status, envelope, headers = await run_sync(respond, authorization, tool, b"".join(chunks))
     await send_json(send, status, envelope, headers)

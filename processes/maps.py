@@ -1001,7 +1001,7 @@ def _svg_document(graph: Graph, bounds: _Bounds, edges: list[str], nodes: list[s
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="apmap" role="img" aria-label="{title}" '
         f'viewBox="{left} {top} {width} {height}" width="{width}" height="{height}" '
-        f'style="max-width:100%;height:auto" font-family="{FONT_FAMILY}">'
+        f'font-family="{FONT_FAMILY}">'  # sized by the page's style sheet (no inline style: CSP)
         f"<title>{title}</title>{description}{_DEFS}"
         f'<g class="edges">{"".join(edges)}</g>'
         f'<g class="nodes">{"".join(nodes)}</g>'

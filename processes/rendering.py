@@ -3,16 +3,29 @@
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 
 # Raw HTML in the source is not rendered at all; nh3 then strips anything unsafe that Markdown
 # itself can produce (javascript: links and the like).
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 
+
+def _image_as_link(renderer, tokens, index, options, env) -> str:
+    """An image is shown as a link to it: a page never loads a picture from another server (it
+    would tell that server who read the process, and when)."""
+    token = tokens[index]
+    source = token.attrGet("src") or ""
+    label = renderer.renderInline(token.children or [], options, env) or escapeHtml(source)
+    return f'<a href="{escapeHtml(source)}">{label} (image)</a>'
+
+
+_markdown.add_render_rule("image", _image_as_link)
+
 _ALLOWED_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "code", "pre", "blockquote",
-    "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td", "img",
+    "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
 }
-_ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "img": {"src", "alt", "title"}, "th": {"align"}, "td": {"align"}}
+_ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 
 
 def render_markdown(text: str) -> SafeString:

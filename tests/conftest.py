@@ -52,6 +52,15 @@ def redis_reachable(url: str) -> bool:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_cache():
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    if isinstance(caches["default"], LocMemCache):  # never flush a shared Redis (it may hold a broker's queues)
+        caches["default"].clear()  # the throttles' counters (process memory under ./dev test)
+
+
+@pytest.fixture(autouse=True)
 def _reset_clock():
     clock.reset()
     yield

@@ -21,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from api.tools import call_tool
-from kernel import audit, clock
+from kernel import audit, clock, throttle
 from kernel.errors import HTTP_STATUS, ConflictIssue, ToolError
 from kernel.identity import issue_personal_token, person_identity, personal_tokens, revoke_personal_token
 from processes import maps
@@ -475,16 +475,25 @@ def cancel_run(request, identity, run_id: str):
 @never_cache
 @require_http_methods(["GET", "POST"])
 def tokens(request, identity):
-    created, label_error = None, ""
+    created, label_error, status, retry_after = None, "", 200, None
     if request.method == "POST":
+        keys = (f"account:{identity.ref}", throttle.address_of(request))
         try:
+            throttle.check(throttle.TOKEN_CREATION, *keys)
             row, plaintext = issue_personal_token(identity, label=request.POST.get("label", ""))
+            throttle.count(throttle.TOKEN_CREATION, *keys)
             created = {"row": row, "plaintext": plaintext}
+        except throttle.Throttled as error:
+            label_error, status = f"Too many new tokens. Wait {error.wait_text}, then try again.", 429
+            retry_after = error.retry_after
         except ToolError as error:  # "label: at most 100 characters", shown beside the label
-            label_error = "; ".join(issue.split(": ", 1)[-1].capitalize() + "." for issue in error.issues or [])
-    return render(request, "workqueue/tokens.html",
-                  {"tokens": personal_tokens(identity), "created": created, "label_error": label_error},
-                  status=400 if label_error else 200)
+            label_error, status = "; ".join(issue.split(": ", 1)[-1].capitalize() + "." for issue in error.issues), 400
+    response = render(request, "workqueue/tokens.html",
+                      {"tokens": personal_tokens(identity), "created": created, "label_error": label_error},
+                      status=status)
+    if retry_after:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 @person_view

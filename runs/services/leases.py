@@ -134,6 +134,10 @@ def check_lease(identity: Identity, lease: tokens.LeaseClaim, state: StepState |
         raise forbidden("this token was issued to another identity")
     if state.lease_gen != lease.generation or state.state != StepStatus.CLAIMED or lapsed(state, now):
         raise stale("the lease of this token ended or was replaced; call get_work again")
+    if state.claimed_by != lease.holder:
+        # The step's own record of its holder decides, not only the token's claim: a token minted
+        # for one agent (even with the signing key) never completes another agent's claim.
+        raise forbidden("this step is claimed by another identity")
     return state
 
 

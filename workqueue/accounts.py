@@ -1,0 +1,70 @@
+"""Signing in and resetting a password: Django's own views, with links that never trust the Host.
+
+A reset mail's link is built from PUBLIC_BASE_URL: a request sent with a forged Host header would
+otherwise make the server mail a real person a link to the attacker's site.
+"""
+
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import PasswordResetForm
+from django.shortcuts import render
+
+from kernel import throttle
+
+
+class PublicLinkResetForm(PasswordResetForm):
+    def save(self, *args, **kwargs):
+        public = urlsplit(settings.PUBLIC_BASE_URL)
+        kwargs.update(domain_override=public.netloc, use_https=public.scheme == "https")
+        return super().save(*args, **kwargs)
+
+
+
+
+# --- throttles: repeated attempts slow down, then are refused (kernel/throttle.py) -----------------
+
+
+def _throttled_page(request, template: str, context: dict, error: throttle.Throttled):
+    context["throttled"] = f"Too many attempts. To protect the account, wait {error.wait_text} and try again."
+    response = render(request, template, context, status=429)
+    response["Retry-After"] = str(error.retry_after)
+    return response
+
+
+class SignInView(auth_views.LoginView):
+    """Sign-in failures are counted per account and per address; a success clears the account's."""
+
+    def post(self, request, *args, **kwargs):
+        account = f"account:{request.POST.get('username', '').strip()}"
+        address = throttle.address_of(request)
+        try:
+            throttle.check(throttle.SIGN_IN, account, address)
+        except throttle.Throttled as error:
+            return _throttled_page(request, self.template_name, self.get_context_data(form=self.get_form()), error)
+        response = super().post(request, *args, **kwargs)
+        if request.user.is_authenticated:
+            throttle.clear(throttle.SIGN_IN, account)
+        else:
+            throttle.count(throttle.SIGN_IN, account, address)
+        return response
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Every reset request counts (it mails someone), per address and per email address."""
+
+    form_class = PublicLinkResetForm
+
+    def post(self, request, *args, **kwargs):
+        keys = (f"email:{request.POST.get('email', '').strip()}", throttle.address_of(request))
+        try:
+            throttle.check(throttle.PASSWORD_RESET, *keys)
+        except throttle.Throttled as error:
+            return _throttled_page(request, self.template_name, self.get_context_data(form=self.get_form()), error)
+        throttle.count(throttle.PASSWORD_RESET, *keys)
+        return super().post(request, *args, **kwargs)
+
+
+sign_in = SignInView.as_view()
+password_reset = PasswordResetView.as_view()
