@@ -164,6 +164,10 @@ elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
     if env.bool("DB_POOL", default=True):
         _db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": env.int("DB_POOL_SIZE", default=8),
                                                  "timeout": env.float("DB_POOL_TIMEOUT", default=10.0)}
+        # Django then gives the pool psycopg_pool's `check`: a connection is tested as it leaves the
+        # pool, so after PostgreSQL restarts the broken ones are replaced instead of failing the
+        # requests that would have drawn them.
+        _db["CONN_HEALTH_CHECKS"] = True
     # Server-side binding with psycopg's prepared statements (a statement text run 5 times on a
     # connection is prepared there): PostgreSQL then skips parsing and planning the hot path's
     # statements, about half its CPU per agent cycle (bench/cycle_cost.py). Off behind a pooler
@@ -194,7 +198,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Uploads are stored under their SHA-256 (runs.models.upload_path): a name holds one content.
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"allow_overwrite": True}},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in development
@@ -219,6 +224,10 @@ MCP_DIRECT_TOOL_CALLS = env.bool("MCP_DIRECT_TOOL_CALLS", default=True)
 DISABLED_PROFILES = env.list("DISABLED_PROFILES", default=[])
 # A base64 upload of MAX_UPLOAD_BYTES plus the JSON around it must fit in one request body.
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES * 4 // 3 + 64 * 1024
+# Large REST bodies (more than one read) buffered at once per worker; others wait (api/rest_asgi.py).
+REST_BODY_BUFFERS = env.int("REST_BODY_BUFFERS", default=8)
+# list_runs: at most this many input fields to filter on (each is one condition of one query).
+LIST_RUNS_INPUT_FILTERS = env.int("LIST_RUNS_INPUT_FILTERS", default=16)
 
 # --- email -------------------------------------------------------------------------------
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))

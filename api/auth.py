@@ -1,8 +1,18 @@
 """Bearer authentication for the REST and MCP transports (one place)."""
 
+import logging
+
 from django.conf import settings
+from django.db import DatabaseError
 
 from kernel.identity import Identity, identity_from_bearer
+
+log = logging.getLogger(__name__)
+
+
+class CredentialsUnavailable(Exception):
+    """The credential could not be looked up (the database is down or restarting): the caller gets
+    a `retry` envelope, not a 500 and not a 401 (the credential may well be good)."""
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -16,7 +26,13 @@ def bearer_token(authorization: str | None) -> str | None:
 
 def authenticate(authorization: str | None) -> Identity | None:
     token = bearer_token(authorization)
-    return identity_from_bearer(token) if token else None
+    if not token:
+        return None
+    try:
+        return identity_from_bearer(token)
+    except DatabaseError as error:
+        log.warning("credential look-up failed: %s", error)
+        raise CredentialsUnavailable from error
 
 
 def www_authenticate(error: str | None = None, resource_path: str = "/mcp") -> str:
@@ -33,3 +49,8 @@ UNAUTHENTICATED = {
     "ok": False,
     "error": {"code": "forbidden", "message": "no valid bearer credential; send Authorization: Bearer <token>"},
 }
+UNAVAILABLE = {
+    "ok": False,
+    "error": {"code": "retry", "message": "the server cannot check credentials right now; retry in a moment"},
+}
+RETRY_AFTER = {"Retry-After": "1"}

@@ -45,7 +45,7 @@ from api import tools
 from kernel.capabilities import PROTOCOL, VERSION, offered_tools
 from kernel.identity import Identity
 
-from .auth import UNAUTHENTICATED, authenticate, www_authenticate
+from .auth import RETRY_AFTER, UNAUTHENTICATED, UNAVAILABLE, CredentialsUnavailable, authenticate, www_authenticate
 from .threads import run_sync
 
 MCP_PATH = "/mcp"
@@ -234,7 +234,10 @@ class McpEndpoint:
             if complete and await self.direct_tool_call(scope, send, authorization, b"".join(chunks)):
                 return
             receive = _replayed(chunks, receive, complete)
-        identity = await run_sync(authenticate, authorization)
+        try:
+            identity = await run_sync(authenticate, authorization)
+        except CredentialsUnavailable:
+            return await self.unavailable(scope, receive, send)
         if identity is None:
             return await self.unauthenticated(scope, receive, send, authorization)
         if scope["method"] != "POST":
@@ -243,6 +246,10 @@ class McpEndpoint:
             return await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
         scope[IDENTITY_SCOPE_KEY] = identity
         await self.sessions.handle_request(scope, receive, send)
+
+    @staticmethod
+    async def unavailable(scope, receive, send) -> None:
+        await JSONResponse(UNAVAILABLE, status_code=503, headers=RETRY_AFTER)(scope, receive, send)
 
     @staticmethod
     async def unauthenticated(scope, receive, send, authorization: str | None) -> None:
@@ -269,7 +276,11 @@ class McpEndpoint:
         schema = tool_input_schema(name)
         if schema is not None and validate_mcp_param_headers(schema, arguments, request.headers) is not None:
             return False
-        envelope = await run_sync(_authenticated_call, authorization, name, arguments)
+        try:
+            envelope = await run_sync(_authenticated_call, authorization, name, arguments)
+        except CredentialsUnavailable:
+            await self.unavailable(scope, None, send)
+            return True
         if envelope is None:
             await self.unauthenticated(scope, None, send, authorization)
             return True

@@ -7,28 +7,61 @@ request and response schemas come from the spec's JSON Schemas (api.openapi).
 
 import json
 
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
 from api.tools import call_tool
+from api.tools.registry import MAX_DEPTH
 from kernel.errors import HTTP_STATUS
+from kernel.identity import Identity
 
-from .auth import UNAUTHENTICATED, authenticate, www_authenticate
+from .auth import RETRY_AFTER, UNAUTHENTICATED, UNAVAILABLE, CredentialsUnavailable, authenticate, www_authenticate
 
 NOT_JSON = {"ok": False, "error": {"code": "invalid", "message": "the body is not JSON",
                                    "issues": ["body: not valid JSON"]}}
+TOO_DEEP = {"ok": False, "error": {"code": "invalid", "message": "the arguments are nested too deeply",
+                                   "issues": [f"body: nested deeper than {MAX_DEPTH} levels"]}}
+NOT_POST = {"ok": False, "error": {"code": "invalid", "message": "tools are called with POST",
+                                   "issues": ["method: only POST is allowed"]}}
 
 
-def respond(authorization: str | None, tool: str, body: bytes) -> tuple[int, dict, dict[str, str]]:
-    """The whole REST rule set, for both ways in (the ASGI route and the Django view):
-    (HTTP status, envelope, extra headers)."""
-    identity = authenticate(authorization)
+Answer = tuple[int, dict, dict[str, str]]  # (HTTP status, envelope, extra headers)
+
+
+def envelope_bytes(envelope: dict) -> bytes:
+    """UTF-8 JSON; with \\u escapes when some text holds what UTF-8 cannot carry (a lone surrogate
+    in data stored before such text was refused), so an answer is always sent."""
+    try:
+        return json.dumps(envelope, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(envelope).encode()
+
+
+def respond(authorization: str | None, tool: str, body: bytes) -> Answer:
+    """The whole REST rule set, for both ways in (the ASGI route and the Django view)."""
+    identity, refusal = authenticated(authorization)
+    return refusal if refusal is not None else answer(identity, tool, body)
+
+
+def authenticated(authorization: str | None) -> tuple[Identity | None, Answer | None]:
+    """(identity, None), or (None, the answer that refuses the call): 401 for no or an unknown
+    credential, a retry envelope (503) when credentials cannot be looked up."""
+    try:
+        identity = authenticate(authorization)
+    except CredentialsUnavailable:
+        return None, (HTTP_STATUS["retry"], UNAVAILABLE, RETRY_AFTER)
     if identity is None:
         challenge = www_authenticate("invalid_token" if authorization else None, resource_path="/api/v1")
-        return 401, UNAUTHENTICATED, {"WWW-Authenticate": challenge}
+        return None, (401, UNAUTHENTICATED, {"WWW-Authenticate": challenge})
+    return identity, None
+
+
+def answer(identity: Identity, tool: str, body: bytes) -> Answer:
     try:
         arguments = json.loads(body or b"{}")
+    except RecursionError:
+        return HTTP_STATUS["invalid"], TOO_DEEP, {}
     except (ValueError, UnicodeDecodeError):
         return HTTP_STATUS["invalid"], NOT_JSON, {}
     envelope = call_tool(identity, tool, arguments)
@@ -44,10 +77,22 @@ class ToolView(APIView):
     permission_classes = []
     parser_classes = []
 
+    @property
+    def allowed_methods(self):
+        return ["POST"]
+
+    def http_method_not_allowed(self, request, *args, **kwargs):
+        response = JsonResponse(NOT_POST, status=405)
+        response["Allow"] = "POST"
+        return response
+
+    def options(self, request, *args, **kwargs):
+        return self.http_method_not_allowed(request, *args, **kwargs)
+
     @extend_schema(exclude=True)  # described per tool by api.openapi.expand_tool_paths
     def post(self, request, tool: str):
         status, envelope, headers = respond(request.headers.get("Authorization"), tool, request._request.body)
-        response = JsonResponse(envelope, status=status, json_dumps_params={"ensure_ascii": False})
+        response = HttpResponse(envelope_bytes(envelope), status=status, content_type="application/json")
         for name, value in headers.items():
             response[name] = value
         return response

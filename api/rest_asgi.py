@@ -5,13 +5,13 @@ request machinery, which measured at more CPU than the tool call itself (bench/,
 Anything but a POST to a tool path goes on to Django.
 """
 
-import json
+import asyncio
 import re
 
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
-from .rest import respond
+from .rest import answer, authenticated, envelope_bytes, respond
 from .threads import run_sync
 
 TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]+)$")
@@ -25,7 +25,7 @@ def tool_of(scope) -> str | None:
 
 
 async def send_json(send, status: int, envelope: dict, headers: dict[str, str]) -> None:
-    body = json.dumps(envelope, ensure_ascii=False).encode()
+    body = envelope_bytes(envelope)
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         *((name.lower().encode(), value.encode()) for name, value in headers.items())]})
@@ -48,24 +48,59 @@ def host_allowed(scope) -> bool:
     return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
+# How many large bodies (more than one read) this worker buffers at once; the rest wait their turn,
+# so memory stays bounded by about BODY_BUFFERS x DATA_UPLOAD_MAX_MEMORY_SIZE.
+_buffers: asyncio.Semaphore | None = None
+
+
+def _body_buffers() -> asyncio.Semaphore:
+    global _buffers
+    if _buffers is None:
+        _buffers = asyncio.Semaphore(settings.REST_BODY_BUFFERS)
+    return _buffers
+
+
 async def rest_tool_app(scope, receive, send, tool: str) -> None:
+    """Host first; then, for a body that does not come in one read, the credential before any more
+    of it is read (an unauthenticated upload of any size costs one read), and the rest within the
+    limit and the worker's bound on bodies buffered at once. A body in one read (every ordinary
+    call) is answered in one thread hop."""
     if not host_allowed(scope):
         await send_json(send, 400, UNKNOWN_HOST, {})
         return
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    chunks, size = [], 0
+    authorization = _header(scope, b"authorization")
+    first = await receive()
+    if first["type"] == "http.disconnect":
+        return
+    if not first.get("more_body"):
+        status, envelope, headers = await run_sync(respond, authorization, tool, first.get("body", b""))
+        await send_json(send, status, envelope, headers)
+        return
+    identity, refusal = await run_sync(authenticated, authorization)
+    if refusal is not None:
+        await send_json(send, *refusal)
+        return
+    async with _body_buffers():
+        body = await _rest_of_body(receive, first.get("body", b""), limit)
+        if body is None:
+            await send_json(send, 413, TOO_LARGE, {})
+            return
+    status, envelope, headers = await run_sync(answer, identity, tool, body)
+    await send_json(send, status, envelope, headers)
+
+
+async def _rest_of_body(receive, first: bytes, limit: int) -> bytes | None:
+    """The whole body, or None past `limit` (or when the client went away)."""
+    chunks, size = [first], len(first)
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            return
+            return None
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            await send_json(send, 413, TOO_LARGE, {})
-            return
+            return None
         chunks.append(chunk)
         if not message.get("more_body"):
-            break
-    authorization = _header(scope, b"authorization")
-    status, envelope, headers = await run_sync(respond, authorization, tool, b"".join(chunks))
-    await send_json(send, status, envelope, headers)
+            return b"".join(chunks)

@@ -10,3 +10,10 @@ class KernelConfig(AppConfig):
     name = "kernel"
     label = "agentprocess"
     verbose_name = "Organizations and identities"
+
+    def ready(self):
+        from django.db.backends.signals import connection_created
+
+        from .pool import on_connection_created
+
+        connection_created.connect(on_connection_created, dispatch_uid="kernel.pool")

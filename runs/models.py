@@ -177,7 +177,9 @@ class WorkItem(models.Model):
 
 
 def upload_path(instance, filename):
-    return f"{instance.organization_id}/{instance.id}"
+    """Content-addressed within the organization: the same bytes are one file, so a repeated or
+    concurrent upload of them (one requestId or many) never leaves a second copy behind."""
+    return f"{instance.organization_id}/{instance.sha256}"
 
 
 class Upload(models.Model):

@@ -2,10 +2,12 @@
 
 import datetime as dt
 
+from django.conf import settings
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 
 from kernel import paging, sql
+from kernel.errors import invalid
 from kernel.identity import Identity
 
 from .models import Run, StepState, StepStatus, WorkItem, WorkItemState
@@ -84,7 +86,10 @@ def person_work(identity: Identity, *, limit: int, cursor: str | None, process: 
 
 
 def runs_list(identity: Identity, *, process=None, state=None, inputs=None, limit=20, cursor=None):
-    """Newest first; `inputs` matches on equality of each given field."""
+    """Newest first; `inputs` matches on equality of each given field (at most
+    LIST_RUNS_INPUT_FILTERS of them: one condition each, in one query)."""
+    if inputs and len(inputs) > settings.LIST_RUNS_INPUT_FILTERS:
+        raise invalid("too many input filters", [f"inputs: at most {settings.LIST_RUNS_INPUT_FILTERS} fields"])
     runs = Run.objects.filter(organization=identity.organization)
     if process:
         runs = runs.filter(process_name=process)

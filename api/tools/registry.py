@@ -9,6 +9,7 @@ turns everything into the spec's envelope.
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,28 +116,57 @@ def _issues_of(error) -> list[str]:
     return [f"{label}: {error.message}"]
 
 
-def _nul_issues(value, path: str = "") -> list[str]:
-    """Text may not hold NUL characters: PostgreSQL cannot store them, so they are refused up front."""
-    if isinstance(value, str):
-        return [f"{path or 'arguments'}: must not contain NUL characters"] if "\x00" in value else []
-    if isinstance(value, dict):
-        issues = []
-        for key, item in value.items():
-            child = f"{path}.{key}" if path else str(key)
-            if "\x00" in str(key):
-                issues.append(f"{path or 'arguments'}: a key must not contain NUL characters")
-            issues += _nul_issues(item, child)
-        return issues
-    if isinstance(value, list):
-        return [issue for index, item in enumerate(value) for issue in _nul_issues(item, f"{path}[{index}]")]
-    return []
+# Arguments nested deeper than this are refused (README "Limits"): nothing the protocol carries
+# needs more, and rendering or hashing them stays bounded.
+MAX_DEPTH = 64
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_problem(text: str) -> str | None:
+    """Why a text cannot be stored or sent on as it is: PostgreSQL cannot store NUL, and a lone
+    UTF-16 surrogate (a JSON escape like \\ud800 without its pair) is no character at all."""
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    found = _LONE_SURROGATE.search(text)
+    return f"holds a lone surrogate (\\u{ord(found.group()):04x}), which is not a character" if found else None
+
+
+def _value_issues(arguments) -> list[str]:
+    """Texts that cannot be stored (keys included) and nesting past MAX_DEPTH, each with its place.
+    Iterative, so no depth of nesting can exhaust the stack here."""
+    issues, pending = [], [(arguments, "", 0)]
+    while pending:
+        value, path, depth = pending.pop()
+        label = path or "arguments"
+        if isinstance(value, str):
+            problem = _text_problem(value)
+            if problem:
+                issues.append(f"{label}: {problem}")
+        elif isinstance(value, dict | list):
+            if depth >= MAX_DEPTH:
+                issues.append(f"{label}: nested deeper than {MAX_DEPTH} levels")
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                if isinstance(key, str):
+                    problem = _text_problem(key)
+                    if problem:
+                        issues.append(f"{label}: a key {problem}")
+                        key = key.encode("utf-8", "backslashreplace").decode()
+                child = f"{path}.{key}" if isinstance(key, str) and path else str(key) if isinstance(key, str) \
+                    else f"{path}[{key}]"
+                pending.append((item, child, depth + 1))
+    return issues
 
 
 def schema_issues(name: str, arguments) -> list[str]:
+    value_issues = _value_issues(arguments)
+    if any("nested deeper" in issue for issue in value_issues):
+        return sorted(value_issues)  # the schema is not walked into what is refused anyway
     issues = []
     for error in _validator(name).iter_errors(arguments):
         issues.extend(_issues_of(error))
-    return sorted(issues + _nul_issues(arguments))
+    return sorted(issues + value_issues)
 
 
 def call_tool(identity: Identity, name: str, arguments) -> dict:

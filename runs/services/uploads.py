@@ -3,9 +3,11 @@
 import base64
 import binascii
 import hashlib
+import re
 
 from django.conf import settings
 from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import transaction
 
 from kernel import audit
@@ -13,7 +15,7 @@ from kernel.errors import invalid
 from kernel.identity import Identity
 from kernel.models import EventKind
 
-from ..models import Upload
+from ..models import Upload, upload_path
 
 
 def too_large(size: int) -> bool:
@@ -21,8 +23,16 @@ def too_large(size: int) -> bool:
     return size > settings.MAX_UPLOAD_BYTES
 
 
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+
+
 @transaction.atomic(savepoint=False)
 def upload(*, identity: Identity, file_name: str, content_type: str, content_base64: str, now) -> Upload:
+    # A name or type with control characters could not be sent back in a download's headers.
+    issues = [f"{label}: must not contain control characters" for label, text in
+              (("fileName", file_name), ("contentType", content_type)) if CONTROL_CHARACTERS.search(text)]
+    if issues:
+        raise invalid("the file was not stored", issues)
     limit = settings.MAX_UPLOAD_BYTES
     if len(content_base64) > (limit + 2) // 3 * 4 + 4:
         raise invalid("the file is too large", [f"contentBase64: more than maxUploadBytes ({limit}) bytes"])
@@ -41,7 +51,11 @@ def upload(*, identity: Identity, file_name: str, content_type: str, content_bas
         uploaded_by=identity.ref,
         created_at=now,
     )
-    row.file.save(row.id, ContentFile(content), save=False)
+    name = upload_path(row, file_name)
+    if default_storage.exists(name):
+        row.file.name = name  # these bytes are stored already (the storage allows overwriting, and
+    else:                     # two first uploads at once write the same bytes to the same name)
+        row.file.save(name, ContentFile(content), save=False)
     row.save(force_insert=True)
     audit.record(EventKind.FILE_UPLOADED, organization_id=identity.organization.id, actor=audit.Actor.of(identity),
                  at=now, data={"upload": row.id, "fileName": file_name, "bytes": row.size, "sha256": row.sha256})
