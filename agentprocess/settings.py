@@ -17,6 +17,8 @@ env = environ.Env()
 DEBUG = env.bool("DEBUG", default=False)
 # Absolute base URL used in links that leave a request (emails, signed file URLs in MCP results).
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# Unset, file URLs in run data use the origin each request came to (kernel/origin.py).
+PUBLIC_BASE_URL_CONFIGURED = "PUBLIC_BASE_URL" in os.environ
 _public = urlsplit(PUBLIC_BASE_URL)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 # Served to this machine only (the embedded default of ./dev run, the tests): the one case where
@@ -97,6 +99,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "kernel.origin.OriginMiddleware",
 ]
 
 # HTTPS deployments (PUBLIC_BASE_URL https://…) behind a proxy that terminates TLS and sends

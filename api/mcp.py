@@ -42,6 +42,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from api import tools
+from kernel import origin
 from kernel.capabilities import PROTOCOL, VERSION, offered_tools
 from kernel.identity import Identity
 
@@ -121,7 +122,8 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         envelope = UNAUTHENTICATED
     else:
         # On a tool thread with its own DB connection, framed like a request (api.threads).
-        envelope = await run_sync(tools.call_tool, identity, params.name, params.arguments or {})
+        envelope = await run_sync(origin.within, origin.of_scope(ctx.request.scope), tools.call_tool, identity,
+                                  params.name, params.arguments or {})
     return types.CallToolResult.model_validate(tool_result(envelope))
 
 
@@ -277,7 +279,8 @@ class McpEndpoint:
         if schema is not None and validate_mcp_param_headers(schema, arguments, request.headers) is not None:
             return False
         try:
-            envelope = await run_sync(_authenticated_call, authorization, name, arguments)
+            envelope = await run_sync(origin.within, origin.of_scope(scope), _authenticated_call, authorization, name,
+                                      arguments)
         except CredentialsUnavailable:
             await self.unavailable(scope, None, send)
             return True

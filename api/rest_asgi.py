@@ -11,6 +11,8 @@ import re
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
+from kernel import origin
+
 from .rest import answer, authenticated, envelope_bytes, respond
 from .threads import run_sync
 
@@ -74,7 +76,8 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
     if first["type"] == "http.disconnect":
         return
     if not first.get("more_body"):
-        status, envelope, headers = await run_sync(respond, authorization, tool, first.get("body", b""))
+        status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), respond, authorization,
+                                                   tool, first.get("body", b""))
         await send_json(send, status, envelope, headers)
         return
     identity, refusal = await run_sync(authenticated, authorization)
@@ -86,7 +89,7 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
         if body is None:
             await send_json(send, 413, TOO_LARGE, {})
             return
-    status, envelope, headers = await run_sync(answer, identity, tool, body)
+    status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), answer, identity, tool, body)
     await send_json(send, status, envelope, headers)
 
 

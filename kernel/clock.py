@@ -43,6 +43,11 @@ def reset() -> None:
     _frozen = None
 
 
+def whole_second_up(moment: dt.datetime) -> dt.datetime:
+    """The moment rounded up to a whole second, so that its `iso` text is never earlier."""
+    return moment if not moment.microsecond else moment.replace(microsecond=0) + dt.timedelta(seconds=1)
+
+
 def iso(moment: dt.datetime | None) -> str | None:
     """RFC 3339 in UTC with a Z, seconds precision, as the spec's examples show."""
     if moment is None:

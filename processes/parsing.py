@@ -11,11 +11,12 @@ count lines of the whole file.
 
 import json
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 
 from ruamel.yaml import YAML
-from ruamel.yaml.composer import ReusedAnchorWarning
+from ruamel.yaml.composer import Composer, ReusedAnchorWarning
 from ruamel.yaml.constructor import ConstructorError, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.nodes import MappingNode
@@ -40,6 +41,11 @@ class ParsedFile:
 
 
 MAX_FRONTMATTER_CHARACTERS = 256 * 1024
+# YAML 1.2.2 §10.3.2, the core schema's only integer and float forms. ruamel's 1.2 resolver also
+# reads digit separators (1_000) and binary (0b101) as numbers; the core schema reads them as text.
+CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+INT_TAG, FLOAT_TAG, STR_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:str"
+CORE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)")
 MAX_FLOW_DEPTH = 64
 
 
@@ -133,7 +139,24 @@ def _new_loader() -> YAML:
     yaml.version = (1, 2)
     yaml.allow_duplicate_keys = False
     yaml.Constructor = JsonDataConstructor
+    yaml.Composer = CoreSchemaComposer
     return yaml
+
+
+class CoreSchemaComposer(Composer):
+    """Resolves plain scalars by the core schema's number forms: ruamel's 1.2 resolver also reads
+    1_000, 1_000.5 and 0b101 as numbers; the core schema reads them as text. A tag written in the
+    text (`!!int …`) is the author's and stays."""
+
+    def compose_scalar_node(self, anchor):
+        written = self.parser.peek_event().ctag
+        explicit = written is not None and str(written) != "!"
+        node = super().compose_scalar_node(anchor)
+        if not explicit and node.style is None:
+            form = {INT_TAG: CORE_INT, FLOAT_TAG: CORE_FLOAT}.get(str(node.tag))
+            if form is not None and not form.fullmatch(node.value):
+                node.tag = STR_TAG
+        return node
 
 
 def _refuse(problem: str, node) -> ConstructorError:

@@ -57,7 +57,9 @@ def test_describe_lists_check_1_only_while_an_evaluator_is_configured(agent, set
     settings.CHECK_EVALUATOR_URL = ""
     described = agent.ok("describe")
     assert described["profiles"] == ["parallel-1"]
-    assert described["limits"] == {"runDataBytes": 1048576}
+    # tools.md / schemas/core-2: describe.limits always carries the check limits (issue 13).
+    assert described["limits"] == {"runDataBytes": 1048576, "checkPass": 0.9, "checkFail": None,
+                                   "checkConfidence": 0.8, "checkStateBytes": 65536}
 
 
 def test_a_pass_completes_the_step_and_records_the_verdict(vendor_check, agent, evaluator):

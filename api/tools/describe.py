@@ -6,11 +6,11 @@ from .registry import tool
 
 
 def limits() -> dict:
-    values = {"runDataBytes": settings.RUN_DATA_BYTES}
-    if "check-1" in offered_profiles():  # check-1 §5: listed only while an evaluator is configured
-        values.update(checkPass=settings.CHECK_PASS, checkFail=settings.CHECK_FAIL,
-                      checkConfidence=settings.CHECK_CONFIDENCE, checkStateBytes=settings.CHECK_STATE_BYTES)
-    return values
+    # Always all five: the core-2 schema of describe requires them, whether or not check-1 is
+    # offered (describe.profiles says that).
+    return {"runDataBytes": settings.RUN_DATA_BYTES, "checkPass": settings.CHECK_PASS,
+            "checkFail": settings.CHECK_FAIL, "checkConfidence": settings.CHECK_CONFIDENCE,
+            "checkStateBytes": settings.CHECK_STATE_BYTES}
 
 
 @tool("describe", write=False, description="Protocol version, profiles, lease seconds, person format, tools and limits.")

@@ -12,11 +12,11 @@ from .engine import RunContext
 
 @transaction.atomic(savepoint=False)
 def cancel(*, identity: Identity, run_id: str, reason: str, now) -> RunContext:
-    if not reason.strip():
-        raise invalid("a cancel needs a reason", ["reason: required"])
     ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
                                actor=audit.Actor.of(identity))
-    ctx.ensure_open()
+    ctx.ensure_open()  # spec §3.5: run_ended before every check but the schema's
+    if not reason.strip():
+        raise invalid("a cancel needs a reason", ["reason: required"])
     if not identity.is_operator:
         raise forbidden("only the organization's operators cancel runs")
     ctx.end(state=RunState.CANCELLED, outcome=None, by=identity.ref, note=reason)

@@ -129,12 +129,13 @@ def _number(value: float) -> str:
     return f"{value:.2f}"
 
 
-def issue_lines(step: StepDef, verdict: dict) -> list[str]:
-    """`check: <ask> → <answer>` for each failed question (check-1 §3)."""
+def issue_lines(step: StepDef, verdict: dict, results: tuple[str, ...] = ("fail",)) -> list[str]:
+    """`check: <ask> → <answer>` for each failed question (check-1 §3); with `results`, for the
+    questions of those results (an unsure verdict returned by a person: the unsure ones too)."""
     by_ask = {q["ask"]: q for q in questions_of(step)}
     lines = []
     for result in verdict["questions"]:
-        if result["result"] != "fail":
+        if result["result"] not in results:
             continue
         question = by_ask.get(result["ask"], {})
         if result["kind"] == "yes_no":

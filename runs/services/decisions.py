@@ -71,13 +71,13 @@ def _check_person(identity: Identity, item: WorkItem) -> None:
 def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str, decision: str, output=None,
            evidence=None, summary=None, next_choice=None, reason=None, note=None, now,
            verdict: dict | None = None) -> RunContext:
+    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
+                               actor=audit.Actor.of(identity))
+    ctx.ensure_open()  # spec §3.5: run_ended before every check but the schema's
     issues = argument_issues(decision=decision, output=output, evidence=evidence, summary=summary,
                              next_choice=next_choice, reason=reason, note=note)
     if issues:
         raise invalid("these arguments do not go with this decision", issues)
-    ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
-                               actor=audit.Actor.of(identity))
-    ctx.ensure_open()
     item = _item(ctx, work_item_id)
     if snapshot != ctx.run.snapshot:
         raise stale("the run data changed since this snapshot was read; read the run again")

@@ -29,7 +29,7 @@ from ..models import (
     WorkItem,
     WorkItemState,
 )
-from . import locks, rundata
+from . import checks, locks, rundata
 
 SERVER = "server"
 
@@ -408,7 +408,10 @@ class RunContext:
         self.record(EventKind.RETURNED, step_id=step_id, data={"note": note})
         state.handoff = {**(state.handoff or {}), "returned": {"note": note, "by": by, "at": clock.iso(self.now)}}
         if verdict is not None:
-            state.handoff["check"] = verdict  # check-1 §3: the same attempt continues
+            # check-1 §3: the same attempt continues; "the agent's handoff.issues carries the same
+            # lines" as the verdict that held it (its failed and unsure questions).
+            state.handoff["check"] = verdict
+            state.handoff["issues"] = checks.issue_lines(step, verdict, results=("fail", "unsure"))
         self._touch(state)
         if step.kind == "task":
             assignment = self._assignment(step)

@@ -16,6 +16,16 @@ from .engine import RunContext
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
+def _time_out_passed_waits(ctx: RunContext, name: str) -> None:
+    """A wait_for whose timeout has passed is over, sweep or no sweep (as a lapsed lease is): it
+    continues at on_timeout now, and the event finds whatever waits after it, or is held."""
+    while (waiting := ctx.waiting_for(name)) is not None:
+        state = ctx.state_of(waiting.id)
+        if state.wake_at is None or state.wake_at > ctx.now:
+            return
+        ctx.wake(waiting.id)
+
+
 @transaction.atomic(savepoint=False)
 def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None, now) -> str | None:
     """Deliver the event; returns the wait_for step that consumed it, or None when it is held."""
@@ -33,6 +43,7 @@ def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None,
         issues.append(size_problem.replace("run data:", "data:", 1))
     if issues:
         raise invalid("the event was not delivered", issues)
+    _time_out_passed_waits(ctx, name)
     event = Event.objects.create(run=ctx.run, name=name, data=data, sent_by=identity.ref, created_at=now)
     waiting = ctx.waiting_for(name)
     ctx.record(EventKind.EVENT_SENT, step_id=waiting.id if waiting else None,

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import transaction
 
 from kernel import audit, sql
-from kernel.clock import iso
+from kernel.clock import iso, whole_second_up
 from kernel.errors import (
     ConflictIssue,
     conflict,
@@ -20,7 +20,7 @@ from kernel.identity import Identity
 from kernel.models import EventKind
 from processes.definition import definition_for
 
-from ..models import CLAIMABLE, Run, StepState, StepStatus
+from ..models import CLAIMABLE, ENDED_STATES, Run, StepState, StepStatus
 from . import tokens
 from .engine import effective_handoff, lapsed
 
@@ -52,8 +52,12 @@ def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
         "WHERE s.run_id = %s AND s.step_id = %s AND r.organization_id = %s",
         [run_id, step_id, identity.organization.id])
     if not states:
-        if not Run.objects.filter(pk=run_id, organization=identity.organization).exists():
+        run_state = Run.objects.filter(pk=run_id, organization=identity.organization).values_list(
+            "state", flat=True).first()
+        if run_state is None:
             raise not_found(f"no run {run_id} in this organization")
+        if run_state in ENDED_STATES:
+            raise run_ended()  # spec §3.5: checked before anything else, an unknown step included
         raise not_found(f"run {run_id} has no step {step_id}")
     state = states[0]
     state.run = Run(id=run_id, organization_id=identity.organization.id,
@@ -91,7 +95,7 @@ def claim(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime,
         state = state or claimable(identity=identity, run_id=run_id, step_id=step_id, now=now)
         handoff = effective_handoff(state, now)
         generation = state.lease_gen + 1
-        expires_at = now + _lease_seconds()
+        expires_at = whole_second_up(now + _lease_seconds())  # expiresAt shows seconds: never earlier
         moved = sql.update_row(
             StepState, state.pk,
             {"state": StepStatus.CLAIMED, "claimed_by": identity.ref, "lease_gen": generation, "lease_expires_at": expires_at,
@@ -154,7 +158,7 @@ def renew(*, identity: Identity, token: str, progress: str | None, now: dt.datet
     state = _load_step(identity, lease.run_id, lease.step_id)
     check_lease(identity, lease, state, state.run, now)
     generation = state.lease_gen + 1
-    expires_at = now + _lease_seconds()
+    expires_at = whole_second_up(now + _lease_seconds())  # expiresAt shows seconds: never earlier
     changes = {"lease_gen": generation, "lease_expires_at": expires_at}
     if progress is not None:
         changes["progress"] = progress

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
+from kernel import origin
+
 COMPLETION_FIELDS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
 
 
@@ -60,7 +62,7 @@ _signer_salt = "agentprocess.files"
 
 def file_url(organization_id: int, upload_id: str) -> str:
     token = signing.dumps({"o": organization_id, "f": upload_id}, salt=_signer_salt, compress=True)
-    return f"{settings.PUBLIC_BASE_URL}{reverse('file-download', args=[upload_id])}?t={token}"
+    return f"{origin.base_url()}{reverse('file-download', args=[upload_id])}?t={token}"
 
 
 def read_file_token(token: str, upload_id: str) -> int | None:

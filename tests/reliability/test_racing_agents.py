@@ -202,8 +202,9 @@ class RacingAgent:
         return new_token, sent
 
     def lapse(self, token: str, run_id: str) -> None:
-        """Let the lease end, then try to use the token: stale (or run_ended if another agent finished the run)."""
-        time.sleep(LEASE + 0.4)
+        """Let the lease end, then try to use the token: stale (or run_ended if another agent finished the run).
+        A lease ends on a whole second (expiresAt has seconds; issue 13), up to one after LEASE."""
+        time.sleep(LEASE + 1.4)
         for tool, extra in (("submit", {"output": {"value": -2}, "summary": "Too late."}), ("renew", {})):
             late = self.call(tool, token=token, requestId=str(uuid.uuid4()), **extra)
             assert not late["ok"], f"{tool} with a lapsed token accepted: {late}"

@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.organizations import get_or_create_organization
+from processes.parsing import parse_process_file
 from processes.publishing import PublishRefused, bind_roles, import_draft
 from processes.publishing import publish as publish_draft
 
@@ -32,7 +33,9 @@ class Command(BaseCommand):
         if not source_path.is_file():
             raise CommandError(f"{source_path}: no such file")
         try:
-            source = source_path.read_text(encoding="utf-8")
+            # Bytes decoded as they are: read_text would turn CRLF into LF, and the content hash
+            # and the body are over the file exactly as written (spec §6 rule 5).
+            source = source_path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
             self._refuse(["PROCESS.md: not UTF-8 text"])
 
@@ -50,6 +53,10 @@ class Command(BaseCommand):
         try:
             if bindings:
                 bind_roles(draft=draft, bindings=bindings)
+            systems = ((parse_process_file(source).frontmatter or {}).get("requires") or {}).get("systems") or []
+            if systems:
+                self.stdout.write(f"requires: {', '.join(systems)} (connect these first; the server neither checks "
+                                  "nor grants this access)")
             if publish:
                 version = publish_draft(draft=draft)
                 self.stdout.write(f"published {version.process.name} version {version.number} {version.content_hash}")

@@ -56,7 +56,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Admin: {base}/admin/ (admin@example.com)  Inbox: {base}/  MCP: {base}/mcp\n")
 
     def _publish_if_changed(self, organization, folder: Path):
-        source = (folder / "PROCESS.md").read_text()
+        source = (folder / "PROCESS.md").read_bytes().decode("utf-8")
         parsed = parse_process_file(source)
         process = Process.objects.filter(organization=organization, name=folder.name).select_related(
             "latest_version").first()
