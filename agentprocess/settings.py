@@ -235,6 +235,8 @@ LIST_RUNS_INPUT_FILTERS = env.int("LIST_RUNS_INPUT_FILTERS", default=16)
 # --- email -------------------------------------------------------------------------------
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="agentprocess@localhost")
+# A worker that takes a notice to send holds it this long; if it dies meanwhile, another sends it.
+NOTICE_SEND_LEASE_SECONDS = env.int("NOTICE_SEND_LEASE_SECONDS", default=300)
 
 # --- Celery and the cache ----------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")

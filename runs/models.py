@@ -228,3 +228,29 @@ class IdempotencyRecord(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["organization", "request_id"], name="request_id_unique_in_org")
         ]
+
+
+class Notice(models.Model):
+    """One message to one person in the outbox (runs/services/outbox.py), written in the same
+    transaction as what it tells, sent and marked by the sweep's worker; kept as the record of
+    what was sent, when, and how many attempts it took."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32)  # "overdue"
+    recipient = models.EmailField()
+    subject = models.CharField(max_length=255)
+    body = models.TextField()
+    about = models.JSONField(default=list)  # [{run, step, workItem}] the message tells of
+    created_at = models.DateTimeField()
+    send_after = models.DateTimeField()
+    attempts = models.PositiveSmallIntegerField(default=0)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["send_after", "id"], name="notice_unsent",
+                                condition=Q(sent_at__isnull=True))]
+
+    def __str__(self):
+        return f"{self.kind} to {self.recipient}"
+

@@ -74,6 +74,12 @@ def crossed_dues(queryset, limit: int) -> list[StepState]:
     return list(queryset.select_for_update(skip_locked=True, of=("self",))[:limit])
 
 
+def due_notices(queryset, limit: int) -> list:
+    """Unsent notices no other worker is sending right now."""
+    _require_transaction()
+    return list(queryset.select_for_update(skip_locked=True)[:limit])
+
+
 def skip_locked_subquery() -> str:
     """The suffix of a sweep's `SELECT id … ` subquery that picks rows for a set-based UPDATE."""
     _require_transaction()

@@ -6,13 +6,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 
-from kernel import audit, clock
 from kernel.clock import iso
-from kernel.models import EventKind
 
-from ..models import StepState, WorkItem, WorkItemState
+from ..models import Notice, StepState, WorkItem, WorkItemState
 
 
 @dataclass(frozen=True)
@@ -72,21 +69,19 @@ def overdue_notices(states: list[StepState]) -> list[OverdueNotice]:
     return notices
 
 
-def send_overdue_notices(notices: list[OverdueNotice]) -> int:
-    """Send one digest per recipient, and record each notice a message carried; returns the number
-    of messages."""
+def messages_for(notices: list[OverdueNotice], now) -> list[Notice]:
+    """One outbox message per recipient, listing all their items (runs/services/outbox.py)."""
     by_recipient = defaultdict(list)
-    sent = []
     for notice in notices:
         by_recipient[notice.recipient].append(notice)
+    messages = []
     for recipient, mine in sorted(by_recipient.items()):
         subject = (f"Overdue: {mine[0].process} step {mine[0].step_id}" if len(mine) == 1
                    else f"{len(mine)} items are overdue")
         body = "These items passed their due time and are still open:\n\n" + "\n".join(
             n.line() for n in mine) + "\n"
-        if send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [recipient], fail_silently=True):
-            sent += [audit.event(EventKind.NOTICE_SENT, organization_id=n.organization_id, actor=audit.SERVER,
-                                 at=clock.now(), run_id=n.run_id, step_id=n.step_id, work_item_id=n.work_item_id,
-                                 data={"to": recipient, "notice": "overdue"}) for n in mine]
-    audit.write(sent)
-    return len(by_recipient)
+        messages.append(Notice(
+            organization_id=mine[0].organization_id, kind="overdue", recipient=recipient, subject=subject, body=body,
+            about=[{"run": n.run_id, "step": n.step_id, "workItem": n.work_item_id} for n in mine],
+            created_at=now, send_after=now))
+    return messages

@@ -14,9 +14,9 @@ from kernel.models import EventKind
 from kernel.organizations import organization_by_id
 
 from ..models import UNFINISHED, StepState, StepStatus
-from . import locks
+from . import locks, outbox
 from .engine import RunContext
-from .notifications import OverdueNotice, overdue_notices, send_overdue_notices
+from .notifications import OverdueNotice, messages_for, overdue_notices
 
 log = logging.getLogger(__name__)
 BATCH = 500
@@ -28,9 +28,12 @@ class SweepReport:
     timers: int = 0
     overdue: int = 0
     notices: list[OverdueNotice] = field(default_factory=list)
+    sent: int = 0  # notices sent from the outbox in this pass (any earlier ones due included)
+    unsent: int = 0  # notices whose sending failed in this pass: retried later
 
     def __str__(self):
-        return f"leases released: {self.leases}, timers fired: {self.timers}, overdue crossings: {self.overdue}"
+        return (f"leases released: {self.leases}, timers fired: {self.timers}, overdue crossings: {self.overdue}, "
+                f"notices sent: {self.sent}, notices to retry: {self.unsent}")
 
 
 def sweep(now: dt.datetime) -> SweepReport:
@@ -38,8 +41,9 @@ def sweep(now: dt.datetime) -> SweepReport:
     report.leases = sweep_leases(now)
     report.timers = sweep_timers(now)
     report.overdue, report.notices = sweep_dues(now)
-    # After the crossings are committed: one message per person, listing all their items.
-    send_overdue_notices(report.notices)
+    # The crossings' notices were queued with them; now send every notice that is due (these and
+    # any that failed before), each marked as it goes.
+    report.sent, report.unsent = outbox.send_due(now)
     return report
 
 
@@ -133,7 +137,9 @@ def sweep_dues(now: dt.datetime) -> tuple[int, list[OverdueNotice]]:
                                          data={"due": clock.iso(s.due_at), "test": s.run.mode == "test"})
                              for s in crossed])
                 live = [s for s in crossed if s.run.mode != "test"]  # a test run is marked, never notified
-                notices += overdue_notices(live)
+                batch = overdue_notices(live)
+                outbox.queue(messages_for(batch, now))  # in the crossing's transaction: never lost
+                notices += batch
         crossings += len(crossed)
         if len(crossed) < BATCH:
             return crossings, notices

@@ -1,5 +1,5 @@
-"""Racing agents (issue 8; spec §6 rules 1-2, §4 idempotency): sixteen agent threads on PostgreSQL
-work 1000 agent steps (500 runs of a two-step process: 500 steps ready at the start) through
+"""Racing agents (issue 8; spec §6 rules 1-2, §4 idempotency): sixteen agent threads on PostgreSQL,
+in process and over real HTTP against three uvicorn worker processes (issue 13), work 1000 agent steps (500 runs of a two-step process: 500 steps ready at the start) through
 get_work → claim → submit, with replayed requestIds, renewals, refused submissions and lapsed
 leases, until every run has finished.
 
@@ -16,9 +16,12 @@ What the suite insists on:
 - nothing else is ever refused, except where the timing shows the lease may genuinely have lapsed.
 """
 
+import json
 import random
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,8 +29,8 @@ from dataclasses import dataclass, field
 import pytest
 from django.db import connections
 
-from kernel.identity import identity_from_bearer
 from api.tools import call_tool
+from kernel.identity import identity_from_bearer
 from tests.support.envelopes import check_envelope
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -91,16 +94,29 @@ class Ledger:
 
 
 class RacingAgent:
-    def __init__(self, index: int, token: str, ref: str, ledger: Ledger):
+    def __init__(self, index: int, token: str, ref: str, ledger: Ledger, server_url: str | None = None):
         self.index, self.token, self.ref, self.ledger = index, token, ref, ledger
+        self.server_url = server_url  # None: the tool layer in process; else REST over HTTP
         self.rng = random.Random(8_000 + index)
         self.identity = None
         self.history: list[tuple[str, dict, dict]] = []  # successful writes: (tool, arguments, envelope)
         self.serial = 0
 
     # --- calling ---------------------------------------------------------------------------------
+    def send(self, tool: str, arguments: dict) -> dict:
+        if self.server_url is None:
+            return call_tool(self.identity, tool, arguments)
+        request = urllib.request.Request(f"{self.server_url}/api/v1/tools/{tool}", data=json.dumps(arguments).encode(),
+                                         method="POST", headers={"Authorization": f"Bearer {self.token}",
+                                                                 "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return json.loads(error.read())
+
     def call(self, tool: str, **arguments) -> dict:
-        envelope = call_tool(self.identity, tool, arguments)
+        envelope = self.send(tool, arguments)
         check_envelope(tool, envelope)
         if envelope["ok"] and "requestId" in arguments:
             self.history.append((tool, dict(arguments), envelope))
@@ -108,7 +124,7 @@ class RacingAgent:
 
     def replay(self, tool: str, arguments: dict, original: dict, what: str) -> None:
         """The same requestId with the same arguments returns the original result (spec §4)."""
-        again = call_tool(self.identity, tool, arguments)
+        again = self.send(tool, arguments)
         check_envelope(tool, again)
         if original["ok"]:
             assert again == original, f"{what}: replay of {tool} {arguments['requestId']} differs:\n{original}\n{again}"
@@ -301,7 +317,21 @@ def start_runs(starter, count: int, threads: int = 8) -> list[str]:
     return run_ids
 
 
-def test_sixteen_racing_agents_complete_every_step_exactly_once(publish, make_agent, settings):
+@pytest.fixture(params=["in process", "over HTTP, 3 uvicorn workers"])
+def server_url(request, tmp_path):
+    if request.param == "in process":
+        yield None
+        return
+    from django.db import connection
+
+    from tests.support.live import database_url, start_live_server
+
+    with start_live_server(database_url(connection.settings_dict), tmp_path, workers=3,
+                           env={"LEASE_SECONDS": str(LEASE), "DB_POOL_SIZE": "8"}) as server:
+        yield server.url
+
+
+def test_sixteen_racing_agents_complete_every_step_exactly_once(publish, make_agent, settings, server_url):
     from runs.models import IdempotencyRecord, Run
 
     settings.LEASE_SECONDS = LEASE
@@ -314,7 +344,7 @@ def test_sixteen_racing_agents_complete_every_step_exactly_once(publish, make_ag
     agents = []
     for index in range(AGENTS):
         actor = make_agent(f"racer{index:02d}")
-        agents.append(RacingAgent(index, actor.token, f"a_racer{index:02d}", ledger))
+        agents.append(RacingAgent(index, actor.token, f"a_racer{index:02d}", ledger, server_url))
 
     threads = [threading.Thread(target=in_thread, args=(agent,), name=f"racer{agent.index}") for agent in agents]
     sweeper = threading.Thread(target=sweep_leases_meanwhile, args=(ledger,), name="sweeper")

@@ -80,8 +80,9 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def start_live_server(db_url: str, workdir: Path, env: dict[str, str] | None = None) -> Iterator[LiveServer]:
-    """Run the ASGI app in a uvicorn subprocess (1 worker) until the block ends."""
+def start_live_server(db_url: str, workdir: Path, env: dict[str, str] | None = None,
+                      workers: int = 1) -> Iterator[LiveServer]:
+    """Run the ASGI app in a uvicorn subprocess (`workers` worker processes) until the block ends."""
     # Bind the port here and hand the socket over (--fd): no window for another process to take it.
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -101,7 +102,7 @@ def start_live_server(db_url: str, workdir: Path, env: dict[str, str] | None = N
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "agentprocess.asgi:application",
-             "--fd", str(listener.fileno()), "--workers", "1", "--log-level", "info"],
+             "--fd", str(listener.fileno()), "--workers", str(workers), "--log-level", "info"],
             cwd=ROOT, env=process_env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(listener.fileno(),),
         )
     listener.close()
