@@ -27,7 +27,7 @@ def run_summary(run: Run) -> dict:
 
 
 def data_view(run: Run) -> dict:
-    return {"inputs": run.inputs, "steps": rundata.with_file_urls(run.steps_data, run.organization_id)}
+    return {"inputs": run.inputs, "steps": rundata.with_file_urls(run.steps_data, run.organization_id, run.id)}
 
 
 def step_row(state: StepState, now) -> dict:

@@ -2,14 +2,25 @@
 
 from django.http import FileResponse, Http404
 
+from kernel.identity import person_identity
+
+from . import visibility
 from .models import Upload
 from .services.rundata import read_file_token
 
 
 def file_download(request, upload_id: str):
-    organization_id = read_file_token(request.GET.get("t", ""), upload_id)
-    if organization_id is None:
+    issued = read_file_token(request.GET.get("t", ""), upload_id)
+    if issued is None:
         raise Http404("This link is invalid or has expired.")
+    organization_id, run_id = issued
+    if request.user.is_authenticated and run_id:
+        # A signed-in person opens the file only if they may see its run (the link alone is the
+        # credential for agents and scripts, who get it from run data the protocol gives them).
+        identity = person_identity(request.user)
+        if identity is None or identity.organization.id != organization_id or \
+                visibility.visible_run(identity, run_id) is None:
+            raise Http404("No such file.")
     upload = Upload.objects.filter(pk=upload_id, organization_id=organization_id).first()
     if upload is None:
         raise Http404("No such file.")

@@ -4,7 +4,7 @@
     transports   api/ (REST, MCP, auth, OpenAPI, OAuth views), workqueue/, and every admin,
                  management command, Celery task, view, URL conf and template tag module
     tools        api/tools/  (no model imports: a tool calls a service and presents its result)
-    services     runs/services/, runs' selectors and presenters, processes/ (parse, validate,
+    services     runs/services/, runs' selectors, presenters and visibility, processes/ (parse, validate,
                  compile, publish, maps)
     kernel       kernel/, and the models (and app configs, ids, migrations) of processes/ and runs/
 
@@ -23,7 +23,7 @@ TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|openapi|threads|oauth)|workqueue)(\.|$)"
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
 KERNEL_MODULES = re.compile(r"^kernel(\.|$)|^runs$|^(runs|processes)\.(apps|models|ids|migrations)(\.|$)")
-SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters)(\.|$)|^processes(\.|$)")
+SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)")
 
 
 def layer_of(module: str) -> str | None:

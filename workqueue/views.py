@@ -30,10 +30,11 @@ from processes.maps import humanize
 from processes.rendering import render_markdown
 from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, RunState, WorkItemState
-from runs.presenters import decisions_for
-from runs.selectors import is_assigned
+from runs.presenters import decisions_for, run_list_entry
+from runs.selectors import is_assigned, runs_list
 from runs.services import uploads
 from runs.services.decisions import note_rule
+from runs.visibility import visible_run
 
 from . import activity, presenting, selectors
 from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, read_widgets, value_from_text
@@ -319,20 +320,14 @@ def run_list(request, identity):
         input_filters.append({"name": name, "param": f"input.{name}", "value": value, "type": kind})
         if value.strip():
             typed[name] = value_from_text(kind, value.strip())
-    arguments = {"limit": RUNS_PAGE}
-    if process:
-        arguments["process"] = process
-    if state:
-        arguments["state"] = state
-    if typed:
-        arguments["inputs"] = typed
-    if query.get("cursor"):
-        arguments["cursor"] = query["cursor"]
-    envelope = call_tool(identity, "list_runs", arguments)
-    if not envelope["ok"]:
-        return _error_page(request, envelope["error"])
+    # list_runs' own read, narrowed to the runs this person may see (runs/visibility.py).
+    try:
+        rows, next_cursor = runs_list(identity, process=process or None, state=state or None, inputs=typed or None,
+                                      limit=RUNS_PAGE, cursor=query.get("cursor") or None, visible_only=True)
+    except ToolError as error:
+        return _error_page(request, error.envelope()["error"])
     return render(request, "workqueue/run_list.html", {
-        "runs": envelope["data"]["items"], "next_cursor": envelope["data"]["nextCursor"],
+        "runs": [run_list_entry(run) for run in rows], "next_cursor": next_cursor,
         "processes": [item["name"] for item in catalog], "process": process, "state": state, "states": RUN_STATES,
         "input_filters": input_filters, "paged": bool(query.get("cursor")),
     })
@@ -340,6 +335,8 @@ def run_list(request, identity):
 
 @person_view
 def run_detail(request, identity, run_id: str):
+    if visible_run(identity, run_id) is None:
+        raise Http404("No such run, or not one of yours.")  # the same answer: nothing is revealed
     envelope = call_tool(identity, "get_run", {"runId": run_id})
     if not envelope["ok"]:
         if envelope["error"]["code"] == "not_found":

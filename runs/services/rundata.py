@@ -60,23 +60,26 @@ def retire_current(entry: dict) -> bool:
 _signer_salt = "agentprocess.files"
 
 
-def file_url(organization_id: int, upload_id: str) -> str:
-    token = signing.dumps({"o": organization_id, "f": upload_id}, salt=_signer_salt, compress=True)
+def file_url(organization_id: int, upload_id: str, run_id: str | None = None) -> str:
+    """A short-lived signed URL; it names the run the file is evidence of, so a signed-in person
+    who may not see that run gets 404 from it (runs/visibility.py)."""
+    token = signing.dumps({"o": organization_id, "f": upload_id, "r": run_id}, salt=_signer_salt, compress=True)
     return f"{origin.base_url()}{reverse('file-download', args=[upload_id])}?t={token}"
 
 
-def read_file_token(token: str, upload_id: str) -> int | None:
-    """The organization id a file URL was issued for, or None when forged, expired or for another file."""
+def read_file_token(token: str, upload_id: str) -> tuple[int, str | None] | None:
+    """(organization id, run id) a file URL was issued for, or None when forged, expired or for
+    another file."""
     try:
         value = signing.loads(token, salt=_signer_salt, max_age=settings.FILE_URL_SECONDS)
     except signing.BadSignature:
         return None
     if not isinstance(value, dict) or value.get("f") != upload_id:
         return None
-    return value.get("o")
+    return value.get("o"), value.get("r")
 
 
-def with_file_urls(steps: dict, organization_id: int) -> dict:
+def with_file_urls(steps: dict, organization_id: int, run_id: str | None = None) -> dict:
     """A copy of step data whose file evidence items carry a fresh signed `url` (spec §5)."""
     if not any(_has_files(entry) for entry in steps.values()):
         return steps
@@ -85,7 +88,7 @@ def with_file_urls(steps: dict, organization_id: int) -> dict:
         for completion in [entry, *entry.get("history", [])]:
             for item in completion.get("evidence") or []:
                 if item.get("kind") == "file":
-                    item["url"] = file_url(organization_id, item["ref"])
+                    item["url"] = file_url(organization_id, item["ref"], run_id)
     return decorated
 
 
