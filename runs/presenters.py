@@ -117,3 +117,30 @@ def run_list_entry(run: Run) -> dict:
         "updatedAt": iso(run.updated_at),
         "inputs": run.inputs,
     }
+
+
+# --- rework: what a step sent back for another attempt left, and who sent it back ---------------
+
+ATTEMPT_FIELDS = ("output", "evidence", "summary", "next", "reason")
+
+
+def last_attempt(steps_data: dict, step_id: str) -> dict | None:
+    """The step's current completion when it is open again (rejected into, spec §3.1: it keeps its
+    fields until it completes again): what the person's form starts from. None on a first attempt."""
+    entry = steps_data.get(step_id) or {}
+    attempt = {name: entry[name] for name in ATTEMPT_FIELDS if name in entry}
+    return attempt or None
+
+
+def sent_back(definition: Definition, steps_data: dict, step_id: str, handoff: dict | None = None) -> dict | None:
+    """{note, by, at, how} of the decision that sent this step back for another attempt: an approval
+    rejected into it (its note stays current, spec §3.1) or a person returning it (handoff)."""
+    returned = (handoff or {}).get("returned")
+    if returned:
+        return {"note": returned.get("note"), "by": returned.get("by"), "at": returned.get("at"), "how": "returned"}
+    for step in definition.steps:
+        entry = steps_data.get(step.id) or {}
+        if step.on_reject == step_id and entry.get("decision") == "rejected":
+            return {"note": entry.get("note"), "by": entry.get("by"), "at": entry.get("at"), "how": "rejected",
+                    "approval": step.id}
+    return None

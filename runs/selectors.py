@@ -11,7 +11,7 @@ from kernel.errors import invalid
 from kernel.identity import Identity
 
 from . import visibility
-from .models import Run, StepState, StepStatus, WorkItem, WorkItemState
+from .models import Run, StepState, StepStatus, Upload, WorkItem, WorkItemState
 
 
 def _after(cursor: str | None, time_field: str, descending: bool = False) -> Q:
@@ -106,3 +106,12 @@ def runs_list(identity: Identity, *, process=None, state=None, inputs=None, limi
     rows = list(runs.filter(_after(cursor, "started_at", descending=True)).order_by("-started_at", "-id")[: limit + 1])
     next_cursor = paging.encode(rows[limit - 1].started_at, rows[limit - 1].id) if len(rows) > limit else None
     return rows[:limit], next_cursor
+
+
+def file_names(organization, refs) -> dict[str, str]:
+    """upload id -> the file's name, for the organization's uploads among `refs` (one query)."""
+    refs = [ref for ref in refs if isinstance(ref, str)]
+    if not refs:
+        return {}
+    return dict(Upload.objects.filter(organization=organization, pk__in=refs).values_list("pk", "file_name"))
+

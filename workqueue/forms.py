@@ -397,8 +397,9 @@ class DecisionForm:
         self.reason = data.get("reason", "")
         self.note = data.get("note", "")
 
-    def fill_from_candidate(self, candidate: dict | None) -> None:
-        """Prefill with a submission an agent left behind (check profile: a held candidate)."""
+    def fill_from_candidate(self, candidate: dict | None, file_names: dict[str, str] | None = None) -> None:
+        """Prefill with a submission left behind: an agent's held candidate (check profile), or the
+        last attempt of a step sent back for rework. Its files stay attached (and can be removed)."""
         if not isinstance(candidate, dict):
             return
         output = candidate.get("output") if isinstance(candidate.get("output"), dict) else {}
@@ -407,7 +408,7 @@ class DecisionForm:
         links = []
         for item in candidate.get("evidence") or []:
             if item.get("kind") == "file":
-                self.attached.append(Attached(ref=item["ref"], name=item["ref"]))
+                self.attached.append(Attached(ref=item["ref"], name=(file_names or {}).get(item["ref"], item["ref"])))
             elif item.get("kind") == "link":
                 links.append(item.get("ref", ""))
         self.links = "\n".join(links)

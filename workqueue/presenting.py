@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kernel.states import UNFINISHED
 from processes.maps import humanize
+from runs.presenters import sent_back
 
 RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
 KIND_LABELS = {"agent": "Agent", "task": "Task", "approve": "Approval", "wait": "Wait", "wait_until": "Wait until",
@@ -215,6 +216,12 @@ class InboxEntry:
     due_relative: str
     escalated: bool
     escalation_note: str | None
+    sent_back: dict | None = None  # {note, by, at, how}: returned for rework
+
+    @property
+    def sent_back_line(self) -> str:
+        note = (self.sent_back or {}).get("note") or ""
+        return note.strip().splitlines()[0] if note.strip() else ""
 
     @property
     def title(self) -> str:
@@ -237,6 +244,8 @@ def inbox_entry(item, definition, now) -> InboxEntry:
         due_at=item.due_at, created_at=item.created_at, overdue=item.due_at is not None and item.due_at <= now,
         due_relative=relative(item.due_at, now), escalated=item.escalation is not None,
         escalation_note=(item.escalation or {}).get("note"),
+        sent_back=sent_back(definition, run.steps_data, item.step_id, item.step_state.handoff)
+        if definition is not None and item.escalation is None else None,
     )
 
 

@@ -82,7 +82,7 @@ def inbox(identity: Identity, filters: InboxFilters, *, now, page: int = 1, page
     offset = (page - 1) * page_size
     rows = list(
         base.filter(condition)
-        .select_related("run")
+        .select_related("run", "step_state")
         .order_by(F("due_at").asc(nulls_last=True), "created_at", "id")[offset : offset + page_size]
     )
     counts.update(page=page, pages=pages, page_size=page_size)

@@ -30,8 +30,8 @@ from processes.maps import humanize
 from processes.rendering import render_markdown
 from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, RunState, WorkItemState
-from runs.presenters import decisions_for, run_list_entry
-from runs.selectors import is_assigned, runs_list
+from runs.presenters import decisions_for, last_attempt, run_list_entry, sent_back
+from runs.selectors import file_names, is_assigned, runs_list
 from runs.services import uploads
 from runs.services.decisions import note_rule
 from runs.visibility import visible_run
@@ -158,8 +158,13 @@ def work_item(request, identity, work_item_id: str):
     view = envelope["data"]
     shown = presenting.find_item(view, item.id)
     form = _form_for(item)
-    if shown and shown.get("escalation"):
-        form.fill_from_candidate(shown["escalation"].get("candidate"))
+    # What the person starts from: an agent's held candidate, or the step's last attempt when it
+    # came back for rework (its values, route, reason and files, which stay attached).
+    candidate = (shown.get("escalation") or {}).get("candidate") if shown else None
+    candidate = candidate or last_attempt(view["data"]["steps"], item.step_id)
+    if candidate and form.completes:
+        refs = [e.get("ref") for e in candidate.get("evidence") or [] if e.get("kind") == "file"]
+        form.fill_from_candidate(candidate, file_names(identity.organization, refs))
     return _render_item(request, identity, item, view, form)
 
 
@@ -182,6 +187,8 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "run": view["run"],
         "step_row": step_rows.get(item.step_id, {}),
         "text": shown["text"] if shown else definition_for(item.run.version_id).step(item.step_id).text,
+        "sent_back": sent_back(definition_for(item.run.version_id), view["data"]["steps"], item.step_id,
+                               (shown or {}).get("handoff")),
         "kind_label": presenting.item_kind_label(item.kind, item.escalation is not None),
         "body_html": render_markdown(view["body"]),
         "inputs": presenting.input_items(view),
