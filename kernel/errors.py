@@ -23,6 +23,7 @@ class ConflictIssue(StrEnum):
     CLAIMED_BY_OTHER = "claimed_by_other"
     CLAIMED_BY_YOU = "claimed_by_you"
     NOT_READY = "not_ready"
+    HELD_BY_OTHER = "held_by_other"  # the work queue's own (not a protocol tool's): someone is on it
 
 
 # DESIGN.md: the HTTP status of each code on REST (401 is for a missing or unknown credential).

@@ -173,6 +173,9 @@ class EventKind(models.TextChoices):
     PROCESS_IMPORTED = "process_imported", "Process imported"
     PROCESS_BOUND = "process_bound", "Roles bound"
     PROCESS_PUBLISHED = "process_published", "Process published"
+    ITEM_TAKEN = "item_taken", "Work item taken"
+    ITEM_RELEASED = "item_released", "Work item released"
+    ITEM_ASSIGNED = "item_assigned", "Work item assigned"
     TOKEN_CREATED = "token_created", "API token created"
     TOKEN_REVOKED = "token_revoked", "API token revoked"
 

@@ -2,12 +2,18 @@
 
 import json
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.html import format_html
 
+from kernel import clock
 from kernel.admin import ReadOnlyAdmin
+from kernel.errors import ToolError
+from kernel.identity import person_identity
 
 from .models import Event, IdempotencyRecord, Run, StepState, Upload, WorkItem
+from .services import queue
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -58,13 +64,85 @@ class RunAdmin(ReadOnlyAdmin):
         return format_html("<pre>{}</pre>", json.dumps(obj.steps_data, indent=2, ensure_ascii=False))
 
 
+class OverdueFilter(admin.SimpleListFilter):
+    title = "overdue"
+    parameter_name = "overdue"
+
+    def lookups(self, request, model_admin):
+        return (("yes", "Overdue"), ("no", "Not overdue"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(due_at__lte=clock.now())
+        if self.value() == "no":
+            return queryset.exclude(due_at__lte=clock.now())
+        return queryset
+
+
 @admin.register(WorkItem)
 class WorkItemAdmin(ReadOnlyAdmin):
-    list_display = ("id", "run", "step_id", "kind", "state", "assigned_group", "assigned_person", "due_at",
-                    "created_at")
-    list_filter = ("state", "kind", "organization")
-    search_fields = ("id", "run__id", "assigned_group", "assigned_person")
+    """The people's work queue from admin (issue 15): filter, find, assign and release, through
+    the same services as the pages (runs/services/queue.py), as the signed-in operator."""
+
+    list_display = ("id", "step_id", "process", "kind", "state", "assigned_group", "assigned_person", "held_by",
+                    "due_at", "created_at", "page")
+    list_filter = ("state", "kind", "assigned_group", "held_by", OverdueFilter, "run__process_name", "organization")
+    search_fields = ("=id", "=run__id", "assigned_group", "assigned_person", "held_by", "run__inputs")
     list_select_related = ("run",)
+    actions = ("assign_selected", "release_selected")
+
+    @admin.display(description="process", ordering="run__process_name")
+    def process(self, obj):
+        return obj.run.process_name
+
+    @admin.display(description="page")
+    def page(self, obj):
+        return format_html('<a href="{}">open</a>', reverse("workqueue:work_item", args=[obj.pk]))
+
+    def _operator(self, request):
+        identity = person_identity(request.user)
+        if identity is None or not identity.is_operator:
+            self.message_user(request, "Only an operator of an organization assigns or releases work items.",
+                              messages.ERROR)
+            return None
+        return identity
+
+    def _apply(self, request, queryset, act) -> None:
+        done, refused = 0, []
+        for item in queryset:
+            try:
+                act(item)
+                done += 1
+            except ToolError as error:
+                refused.append(f"{item.pk}: {error.message}")
+        if done:
+            self.message_user(request, f"{done} work item(s) updated.", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)
+
+    @admin.action(description="Release the selected work items")
+    def release_selected(self, request, queryset):
+        identity = self._operator(request)
+        if identity is not None:
+            self._apply(request, queryset, lambda item: queue.release(
+                identity=identity, work_item_id=item.pk, now=clock.now()))
+
+    @admin.action(description="Assign the selected work items to a person …")
+    def assign_selected(self, request, queryset):
+        identity = self._operator(request)
+        if identity is None:
+            return None
+        to = request.POST.get("assign_to", "").strip()
+        if request.POST.get("apply") and to:
+            self._apply(request, queryset, lambda item: queue.assign(
+                identity=identity, work_item_id=item.pk, to=to, now=clock.now()))
+            return None
+        candidates = sorted(set.intersection(*[set(queue.members_who_may_hold(item)) for item in queryset])) \
+            if queryset else []
+        return TemplateResponse(request, "admin/runs/workitem/assign.html", {
+            **self.admin_site.each_context(request), "title": "Assign work items", "items": queryset,
+            "candidates": candidates, "opts": self.model._meta,
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME})
 
 
 @admin.register(Upload)

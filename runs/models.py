@@ -135,9 +135,13 @@ class WorkItem(models.Model):
     decision = models.CharField(max_length=16, null=True, blank=True)
     decided_by = models.CharField(max_length=254, null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Who is on it (runs/services/queue.py): advisory, never part of the protocol's assignment.
+    held_by = models.CharField(max_length=254, null=True, blank=True)
+    held_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
+            models.Index(fields=["organization", "held_by"], name="work_open_held", condition=Q(state="open")),
             models.Index(
                 fields=["organization", "assigned_group", "created_at", "id"],
                 name="work_open_group",

@@ -217,6 +217,7 @@ class InboxEntry:
     escalated: bool
     escalation_note: str | None
     sent_back: dict | None = None  # {note, by, at, how}: returned for rework
+    held_by: str | None = None
 
     @property
     def sent_back_line(self) -> str:
@@ -246,6 +247,7 @@ def inbox_entry(item, definition, now) -> InboxEntry:
         escalation_note=(item.escalation or {}).get("note"),
         sent_back=sent_back(definition, run.steps_data, item.step_id, item.step_state.handoff)
         if definition is not None and item.escalation is None else None,
+        held_by=item.held_by,
     )
 
 

@@ -32,7 +32,7 @@ from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, RunState, WorkItemState
 from runs.presenters import decisions_for, last_attempt, run_list_entry, sent_back
 from runs.selectors import file_names, is_assigned, runs_list
-from runs.services import uploads
+from runs.services import queue, uploads
 from runs.services.decisions import note_rule
 from runs.visibility import visible_run
 
@@ -147,7 +147,8 @@ def _item_or_404(identity, work_item_id: str):
 @require_http_methods(["GET", "POST"])
 def work_item(request, identity, work_item_id: str):
     item = _item_or_404(identity, work_item_id)
-    if not is_assigned(identity, item):
+    # Operators see every work item (to assign or release it); only its assignees decide it.
+    if not is_assigned(identity, item) and not identity.is_operator:
         return _problem(request, 403, "Not your work item",
                         "This work item is assigned to a group you are not in, or to another person.")
     if request.method == "POST":
@@ -200,6 +201,9 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "request_id": request_id or _request_id(),
         "banner": banner,
         "offsets": OFFSETS,
+        "held_by_other": bool(item.held_by) and item.held_by.lower() != identity.email.lower(),
+        "can_decide": is_assigned(identity, item),
+        "assignable_to": queue.members_who_may_hold(item) if identity.is_operator and shown else [],
         "decided": item.state == WorkItemState.DECIDED,
         "removed": item.state == WorkItemState.REMOVED,
     }
@@ -308,6 +312,46 @@ def _rerender(request, identity, item, form, *, banner, status, request_id=None)
         return _error_page(request, envelope["error"])
     return _render_item(request, identity, item, envelope["data"], form, banner=banner, request_id=request_id,
                         status=status)
+
+
+# ---------------------------------------------------------------- who is on it (take, release, assign)
+
+
+def _queue_action(request, identity, work_item_id: str, act, done: str):
+    try:
+        act()
+    except ToolError as error:
+        if error.code == "not_found":
+            raise Http404(error.message) from None
+        first_word = error.message.split(" ", 1)[0]
+        message = error.message if "@" in first_word else error.message[:1].upper() + error.message[1:]
+        messages.error(request, message + ".")
+    else:
+        messages.success(request, done)
+    return redirect("workqueue:work_item", work_item_id=work_item_id)
+
+
+@person_view
+@require_POST
+def take_item(request, identity, work_item_id: str):
+    return _queue_action(request, identity, work_item_id, lambda: queue.take(
+        identity=identity, work_item_id=work_item_id, now=clock.now()),
+        "You are on it: everyone in the group sees that you hold this item.")
+
+
+@person_view
+@require_POST
+def release_item(request, identity, work_item_id: str):
+    return _queue_action(request, identity, work_item_id, lambda: queue.release(
+        identity=identity, work_item_id=work_item_id, now=clock.now()), "Released: anyone in the group can take it.")
+
+
+@operator_view
+@require_POST
+def assign_item(request, identity, work_item_id: str):
+    to = request.POST.get("to", "")
+    return _queue_action(request, identity, work_item_id, lambda: queue.assign(
+        identity=identity, work_item_id=work_item_id, to=to, now=clock.now()), f"Assigned to {to}.")
 
 
 # ---------------------------------------------------------------- runs

@@ -16,7 +16,7 @@ from django.db.transaction import TransactionManagementError
 from kernel import sql
 from kernel.errors import not_found
 
-from ..models import Run, StepState
+from ..models import Run, StepState, WorkItem
 
 
 def _require_transaction() -> None:
@@ -65,6 +65,12 @@ def step_of_lease(state_id: int, generation: int | None) -> StepState | None:
     if generation is not None:
         states = states.filter(lease_gen=generation)
     return states.first()
+
+
+def work_item_for_update(*, organization, work_item_id: str):
+    """One work item of the organization, locked (the work queue's take, release and assign)."""
+    _require_transaction()
+    return WorkItem.objects.select_for_update().filter(pk=work_item_id, organization=organization).first()
 
 
 def crossed_dues(queryset, limit: int) -> list[StepState]:
