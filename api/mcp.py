@@ -18,7 +18,6 @@ else, or MCP_DIRECT_TOOL_CALLS off, goes to the SDK with the body replayed;
 tests/test_mcp.py checks both answer the same.
 """
 
-import json
 from functools import cache
 from urllib.parse import urlsplit
 
@@ -42,7 +41,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from api import tools
-from kernel import origin
+from kernel import jsonio, origin
 from kernel.capabilities import PROTOCOL, VERSION, offered_tools
 from kernel.identity import Identity
 
@@ -111,7 +110,7 @@ async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestPa
 
 def tool_result(envelope: dict) -> dict:
     """A CallToolResult as JSON: the envelope as structuredContent and as text."""
-    return {"content": [{"type": "text", "text": json.dumps(envelope, ensure_ascii=False)}],
+    return {"content": [{"type": "text", "text": jsonio.dumps(envelope, ensure_ascii=False)}],
             "structuredContent": envelope, "isError": not envelope["ok"]}
 
 
@@ -124,7 +123,11 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         # On a tool thread with its own DB connection, framed like a request (api.threads).
         envelope = await run_sync(origin.within, origin.of_scope(ctx.request.scope), tools.call_tool, identity,
                                   params.name, params.arguments or {})
-    return types.CallToolResult.model_validate(tool_result(envelope))
+    # The SDK's result model cannot carry an exact number: its structured content gets the nearest
+    # double, the JSON text beside it keeps every digit (kernel/jsonio.py).
+    result = tool_result(envelope)
+    result["structuredContent"] = jsonio.plain(result["structuredContent"])
+    return types.CallToolResult.model_validate(result)
 
 
 def build_server() -> Server:
@@ -201,7 +204,7 @@ def _replayed(chunks: list[bytes], receive, complete: bool):
 def _plain_tool_call(body: bytes) -> tuple | None:
     """(decoded, id, name, arguments) of a body holding exactly one tools/call request, else None."""
     try:
-        decoded = json.loads(body)
+        decoded = jsonio.loads(body)
     except (ValueError, RecursionError):
         return None
     if not isinstance(decoded, dict) or set(decoded) != {"jsonrpc", "id", "method", "params"}:
@@ -292,7 +295,7 @@ class McpEndpoint:
         result = {**tool_result(envelope), "resultType": "complete",
                   "_meta": {types.SERVER_INFO_META_KEY: self.sessions.app.server_info_stamp}}
         reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
-        await Response(json.dumps(reply, separators=(",", ":")), media_type="application/json")(scope, None, send)
+        await Response(jsonio.dumps(reply, separators=(",", ":")), media_type="application/json")(scope, None, send)
         return True
 
 

@@ -5,7 +5,6 @@ error code to the HTTP status. A DRF view so drf-spectacular can describe it; th
 request and response schemas come from the spec's JSON Schemas (api.openapi).
 """
 
-import json
 
 from django.http import HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
@@ -13,6 +12,7 @@ from rest_framework.views import APIView
 
 from api.tools import call_tool
 from api.tools.registry import MAX_DEPTH
+from kernel import jsonio
 from kernel.errors import HTTP_STATUS
 from kernel.identity import Identity
 
@@ -33,9 +33,9 @@ def envelope_bytes(envelope: dict) -> bytes:
     """UTF-8 JSON; with \\u escapes when some text holds what UTF-8 cannot carry (a lone surrogate
     in data stored before such text was refused), so an answer is always sent."""
     try:
-        return json.dumps(envelope, ensure_ascii=False).encode()
+        return jsonio.dumps(envelope, ensure_ascii=False).encode()
     except UnicodeEncodeError:
-        return json.dumps(envelope).encode()
+        return jsonio.dumps(envelope).encode()
 
 
 def respond(authorization: str | None, tool: str, body: bytes) -> Answer:
@@ -59,7 +59,7 @@ def authenticated(authorization: str | None) -> tuple[Identity | None, Answer | 
 
 def answer(identity: Identity, tool: str, body: bytes) -> Answer:
     try:
-        arguments = json.loads(body or b"{}")
+        arguments = jsonio.loads(body or b"{}")  # numbers exactly as sent (spec §2.3)
     except RecursionError:
         return HTTP_STATUS["invalid"], TOO_DEEP, {}
     except (ValueError, UnicodeDecodeError):

@@ -10,10 +10,10 @@ import contextlib
 import csv
 import datetime as dt
 import io
-import json
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from . import jsonio
 from .models import ActorKind, AuditEvent, EventKind  # noqa: F401 (EventKind: for callers)
 
 
@@ -128,7 +128,7 @@ def events(*, organization_ids=None, run_id: str | None = None, since=None, unti
 
 def jsonl_lines(rows):
     for row in rows:
-        yield json.dumps(exported(row), ensure_ascii=False, separators=(",", ":")) + "\n"
+        yield jsonio.dumps(exported(row), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def csv_lines(rows):
@@ -146,7 +146,7 @@ def csv_lines(rows):
     for row in rows:
         line = exported(row)
         line["actor"] = f"{line['actor']['kind']}:{line['actor']['ref']}"
-        line["data"] = json.dumps(line["data"], ensure_ascii=False, separators=(",", ":"))
+        line["data"] = jsonio.dumps(line["data"], ensure_ascii=False, separators=(",", ":"))
         writer.writerow(["" if line[name] is None else line[name] for name in EXPORT_FIELDS])
         yield take()
 

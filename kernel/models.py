@@ -7,6 +7,8 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
 
+from . import jsonio
+
 DEFAULT_ORGANIZATION_SLUG = "default"
 
 
@@ -190,7 +192,7 @@ class AuditEvent(models.Model):
     actor_kind = models.CharField(max_length=16, choices=ActorKind.choices)
     at = models.DateTimeField()
     request_id = models.CharField(max_length=128, null=True, blank=True)
-    data = models.JSONField(default=dict, blank=True)
+    data = models.JSONField(default=dict, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
 
     class Meta:
         indexes = [

@@ -11,6 +11,7 @@ import json
 import math
 import re
 from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 
 TYPES = ("string", "number", "boolean", "date", "datetime", "list", "object", "person")
 SPEC_KEYS = ("type", "description", "optional", "one_of", "items")
@@ -45,8 +46,8 @@ def is_number(value) -> bool:
     # bool is a subclass of int in Python, but true is not a JSON number.
     if isinstance(value, bool):
         return False
-    if isinstance(value, int):
-        return True
+    if isinstance(value, int | Decimal):
+        return isinstance(value, int) or value.is_finite()  # a Decimal: a number beyond double precision
     return isinstance(value, float) and math.isfinite(value)
 
 
@@ -245,7 +246,7 @@ def show_plain(value) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
+    if isinstance(value, (int, float, Decimal, str)):
         try:
             return str(value)
         except ValueError:  # an int too long for str() (Python's digit limit)

@@ -1,13 +1,12 @@
 """Runs in Django admin, read-only: admins inspect; changes go through the tools (and their rules)."""
 
-import json
 
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from kernel import clock
+from kernel import clock, jsonio
 from kernel.admin import ReadOnlyAdmin
 from kernel.errors import ToolError
 from kernel.identity import person_identity
@@ -57,11 +56,11 @@ class RunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="inputs")
     def inputs_json(self, obj):
-        return format_html("<pre>{}</pre>", json.dumps(obj.inputs, indent=2, ensure_ascii=False))
+        return format_html("<pre>{}</pre>", jsonio.dumps(obj.inputs, indent=2, ensure_ascii=False))
 
     @admin.display(description="run data (steps)")
     def data_json(self, obj):
-        return format_html("<pre>{}</pre>", json.dumps(obj.steps_data, indent=2, ensure_ascii=False))
+        return format_html("<pre>{}</pre>", jsonio.dumps(obj.steps_data, indent=2, ensure_ascii=False))
 
 
 class OverdueFilter(admin.SimpleListFilter):

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from kernel import jsonio
 from kernel.models import Organization
 from kernel.states import CLAIMABLE, ENDED_STATES, UNFINISHED, Decision, RunState, StepStatus, WorkItemState  # noqa: F401 (re-exported: the words of the rows below)
 from processes.models import ProcessVersion
@@ -33,8 +34,9 @@ class Run(models.Model):
     initiator = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    inputs = models.JSONField(default=dict)
-    steps_data = models.JSONField(default=dict)
+    # Run data keeps its numbers exactly as sent (kernel/jsonio.py).
+    inputs = models.JSONField(default=dict, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
+    steps_data = models.JSONField(default=dict, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
     snapshot = models.CharField(max_length=64)
     # Transition counter: orders completions for rework (which steps completed after which).
     seq = models.PositiveIntegerField(default=0)
@@ -80,9 +82,9 @@ class StepState(models.Model):
     lease_gen = models.PositiveIntegerField(default=0)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     progress = models.TextField(null=True, blank=True)
-    handoff = models.JSONField(null=True, blank=True)
+    handoff = models.JSONField(null=True, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
     # check-1: a submission held while a person resolves an unsure verdict.
-    candidate = models.JSONField(null=True, blank=True)
+    candidate = models.JSONField(null=True, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "step_id"], name="step_state_unique")]
@@ -129,7 +131,7 @@ class WorkItem(models.Model):
     assigned_group = models.CharField(max_length=150, null=True, blank=True)
     assigned_person = models.CharField(max_length=254, null=True, blank=True)
     state = models.CharField(max_length=16, choices=WorkItemState.choices, default=WorkItemState.OPEN)
-    escalation = models.JSONField(null=True, blank=True)
+    escalation = models.JSONField(null=True, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
     due_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     decision = models.CharField(max_length=16, null=True, blank=True)
@@ -206,7 +208,7 @@ class Event(models.Model):
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
     name = models.CharField(max_length=64)
-    data = models.JSONField(null=True, blank=True)
+    data = models.JSONField(null=True, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
     sent_by = models.CharField(max_length=254)
     created_at = models.DateTimeField()
     consumed_by = models.CharField(max_length=64, null=True, blank=True)
@@ -225,7 +227,7 @@ class IdempotencyRecord(models.Model):
     tool = models.CharField(max_length=32)
     caller = models.CharField(max_length=254)
     arguments_hash = models.CharField(max_length=64)
-    result = models.JSONField()
+    result = models.JSONField(encoder=jsonio.Encoder, decoder=jsonio.Decoder)
     created_at = models.DateTimeField()
 
     class Meta:

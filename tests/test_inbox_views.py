@@ -4,6 +4,7 @@ run pages with their process map, operator pages, and API tokens (issue 4, point
 import base64
 import datetime as dt
 import re
+from decimal import Decimal
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -637,8 +638,8 @@ def test_task_completes_with_typed_fields_a_file_and_a_route(review, person_clie
     run = run_of(view["run"]["id"])
     assert (run.state, run.outcome) == ("ended", "accepted")
     record = run.steps_data["review"]
-    assert record["output"] == {
-        "score": 12345678901234567890.5e-3, "approved": True, "reviewedOn": "2026-10-07",
+    assert record["output"] == {  # the number as typed, every digit (spec §2.3: never rounded; issue 13)
+        "score": Decimal("12345678901234567890.5e-3"), "approved": True, "reviewedOn": "2026-10-07",
         "meetingAt": "2026-10-07T14:30:00+02:00", "tags": ["reliable", "fast", "local"], "amounts": [1, 2.5, -300.0],
         "details": {"country": "DE", "employees": 40}, "contact": "contact@vendor.example", "tier": "silver",
     }
@@ -657,7 +658,9 @@ def test_numbers_are_sent_exactly_as_typed():
     assert parse_number("48000") == 48000 and isinstance(parse_number("48000"), int)
     assert parse_number("123456789012345678901234567890") == 123456789012345678901234567890
     assert parse_number("0.1") == 0.1 and parse_number("-2.50") == -2.5 and parse_number("1e3") == 1000.0
-    assert parse_number("abc") is None and parse_number("1e999") is None and parse_number("") is None
+    assert parse_number("abc") is None and parse_number("") is None
+    # Beyond double range or precision: the number typed, every digit (spec §2.3; issue 13).
+    assert parse_number("1e999") == Decimal("1e999") and parse_number("1e-400") == Decimal("1e-400")
 
 
 def test_datetime_without_a_chosen_offset_is_utc():

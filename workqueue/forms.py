@@ -6,10 +6,10 @@ tool, which applies the rules. Text that cannot be read as the declared type is 
 string it is, so the tool reports the issue along with every other one; a short hint says why.
 """
 
-import json
 import re
 from dataclasses import dataclass, field
 
+from kernel import jsonio
 from processes.fields import normalize
 
 SCALARS = ("string", "number", "boolean", "date", "datetime", "person")
@@ -48,8 +48,8 @@ def parse_number(text: str):
         return None
     if INTEGER_PATTERN.fullmatch(text):
         return int(text)
-    value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
+    value = jsonio.number(text)  # every digit typed is kept (a Decimal beyond double precision)
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return None
     return value
 
@@ -81,7 +81,7 @@ def _as_text(kind: str, value) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return jsonio.dumps(value, ensure_ascii=False)
 
 
 @dataclass
@@ -156,9 +156,9 @@ class Widget:
         if value is None:
             return
         if self.control == "select":
-            self.raw = json.dumps(value, ensure_ascii=False)
+            self.raw = jsonio.dumps(value, ensure_ascii=False)
         elif self.control == "checkboxes":
-            self.selected = [json.dumps(item, ensure_ascii=False) for item in value] if isinstance(value, list) else []
+            self.selected = [jsonio.dumps(item, ensure_ascii=False) for item in value] if isinstance(value, list) else []
         elif self.control == "datetime" and isinstance(value, str):
             match = DATETIME_WITH_OFFSET.fullmatch(value)
             local, offset = (match.group(1), match.group(2)) if match else (value, "+00:00")
@@ -167,7 +167,7 @@ class Widget:
         elif self.control == "lines" and isinstance(value, list):
             self.raw = "\n".join(_as_text(self.item_type or "string", item) for item in value)
         elif self.control == "json":
-            self.raw = json.dumps(value, indent=2, ensure_ascii=False)
+            self.raw = jsonio.dumps(value, indent=2, ensure_ascii=False)
         else:
             self.raw = _as_text(self.type, value)
 
@@ -197,7 +197,7 @@ class Widget:
             return values
         if control == "json":
             try:
-                return json.loads(text)
+                return jsonio.loads(text)
             except ValueError as error:
                 self.hints.append(f"not valid JSON ({error})")
                 return text
@@ -212,7 +212,7 @@ class Widget:
 
     def _option(self, text: str):
         try:
-            return json.loads(text)
+            return jsonio.loads(text)
         except ValueError:
             return text
 
@@ -248,13 +248,13 @@ def _control_for(spec: dict) -> str:
 
 
 def _choices(values: list, kind: str) -> list[tuple[str, str]]:
-    return [(json.dumps(choice, ensure_ascii=False), _choice_label(kind, choice)) for choice in values]
+    return [(jsonio.dumps(choice, ensure_ascii=False), _choice_label(kind, choice)) for choice in values]
 
 
 def _choice_label(kind: str, value) -> str:
     if kind == "boolean":
         return "Yes" if value else "No"
-    return value if isinstance(value, str) else json.dumps(value)
+    return value if isinstance(value, str) else jsonio.dumps(value)
 
 
 def _slug(text: str) -> str:

@@ -3,9 +3,9 @@ only reading, ordering and formatting of data the tools returned."""
 
 import datetime as dt
 import hashlib
-import json
 from dataclasses import dataclass, field
 
+from kernel import jsonio
 from kernel.states import UNFINISHED
 from processes.maps import humanize
 from runs.presenters import sent_back
@@ -44,14 +44,17 @@ def _without_urls(value):
 
 
 def _digest(value) -> str:
-    text = json.dumps(_without_urls(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text = jsonio.dumps(_without_urls(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:  # data stored before arguments were limited to 64 levels: still a page
+        return "too-deep"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def shown_digest(view: dict) -> str:
     """What the page showed, per part, so a stale decision can say what changed since."""
     data = view["data"]
-    return json.dumps({"inputs": _digest(data["inputs"]),
+    return jsonio.dumps({"inputs": _digest(data["inputs"]),
                        "steps": {step_id: _digest(entry) for step_id, entry in data["steps"].items()}},
                       separators=(",", ":"))
 
@@ -59,12 +62,12 @@ def shown_digest(view: dict) -> str:
 def changed_parts(shown: str, view: dict) -> tuple[bool, list[str]]:
     """(inputs changed, step ids whose data changed) between a shown digest and a fresh view."""
     try:
-        before = json.loads(shown)
+        before = jsonio.loads(shown)
         before_steps = before.get("steps", {}) if isinstance(before, dict) else {}
         before_inputs = before.get("inputs") if isinstance(before, dict) else None
     except (TypeError, ValueError):
         before_steps, before_inputs = None, None
-    fresh = json.loads(shown_digest(view))
+    fresh = jsonio.loads(shown_digest(view))
     order = [step["id"] for step in view["steps"]]
     if before_steps is None or not isinstance(before_steps, dict):
         return False, [step_id for step_id in order if step_id in fresh["steps"]]

@@ -4,10 +4,10 @@ This module turns a step's `check:` into questions, shows the evaluator what §2
 (truncated to checkStateBytes, oldest step first), and turns answers into the verdict of §3.
 """
 
-import json
 
 from django.conf import settings
 
+from kernel import jsonio
 from kernel.clock import iso
 from kernel.errors import ErrorCode, ToolError
 from processes.definition import StepDef
@@ -32,7 +32,7 @@ def visible_run_data(inputs: dict, steps: dict, oldest_first: list[str]) -> tupl
     truncated = False
 
     def size():
-        return len(json.dumps({"inputs": inputs, "steps": shown}, ensure_ascii=False).encode())
+        return len(jsonio.dumps({"inputs": inputs, "steps": shown}, ensure_ascii=False).encode())
 
     for step_id in [s for s in oldest_first if s in shown]:
         if size() <= limit:
@@ -50,8 +50,8 @@ def material(*, step: StepDef, body: str, inputs: dict, steps: dict, oldest_firs
     if record.get("next"):
         submission.update(next=record["next"], reason=record.get("reason"))
     text = (f"Step {step.id} instructions:\n{step.text}\n\nProcess description:\n{body}\n\n"
-            f"Run data (JSON):\n{json.dumps(data, ensure_ascii=False)}\n\n"
-            f"Submission (JSON):\n{json.dumps(submission, ensure_ascii=False)}")
+            f"Run data (JSON):\n{jsonio.dumps(data, ensure_ascii=False)}\n\n"
+            f"Submission (JSON):\n{jsonio.dumps(submission, ensure_ascii=False)}")
     return text, truncated
 
 

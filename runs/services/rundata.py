@@ -2,13 +2,12 @@
 
 import copy
 import hashlib
-import json
 
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
-from kernel import origin
+from kernel import jsonio, origin
 
 COMPLETION_FIELDS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
 
@@ -16,7 +15,12 @@ COMPLETION_FIELDS = ("output", "evidence", "summary", "next", "reason", "decisio
 def _canonical(value) -> bytes:
     # Sorted keys and no whitespace: deterministic for our own data (which may hold integers beyond
     # 2^53 that RFC 8785 refuses; numbers are never rounded).
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return jsonio.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def digest(value) -> str:
+    """SHA-256 of our canonical JSON of a value (numbers exact, keys sorted)."""
+    return hashlib.sha256(_canonical(value)).hexdigest()
 
 
 def run_data(inputs: dict, steps: dict) -> dict:
@@ -25,7 +29,7 @@ def run_data(inputs: dict, steps: dict) -> dict:
 
 def snapshot_of(inputs: dict, steps: dict) -> str:
     """A hash of run data, without short-lived file URLs (they are added only on output)."""
-    return hashlib.sha256(_canonical(run_data(inputs, steps))).hexdigest()
+    return digest(run_data(inputs, steps))
 
 
 def size_of(inputs: dict, steps: dict) -> int:

@@ -1,8 +1,5 @@
 """start_run (spec §3.2, tools.md): check inputs, pin the version, make the first step ready."""
 
-import hashlib
-
-import rfc8785
 from django.db import transaction
 
 from kernel import audit
@@ -69,7 +66,7 @@ def start_run(*, identity: Identity, process: str, version: int | None, inputs: 
     ]
     ctx = RunContext(run, states, now, actor=audit.Actor.of(identity))
     ctx.record(EventKind.RUN_STARTED, data={"process": definition.name, "version": number, "mode": mode,
-                                            "inputsSha256": hashlib.sha256(rfc8785.dumps(inputs)).hexdigest()})
+                                            "inputsSha256": rundata.digest(inputs)})
     ctx.activate(definition.first.id)
     ctx.save()
     return ctx

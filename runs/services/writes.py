@@ -21,14 +21,13 @@ costs nothing inside this unit of work), and every row lock is taken in `locks`.
 """
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 from django.db import IntegrityError, transaction
 
-from kernel import audit, sql
+from kernel import audit, jsonio, sql
 from kernel.errors import ErrorCode, ToolError
 from kernel.identity import Identity
 from kernel.models import AuditEvent, EventKind
@@ -57,7 +56,7 @@ class Refused(ToolError):
 def fingerprint(operation: str, caller: str, arguments: Mapping) -> str:
     # The caller is part of it: a requestId replayed by another identity never returns its result.
     significant = {key: value for key, value in arguments.items() if key != "requestId"}
-    text = json.dumps([operation, caller, significant], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = jsonio.dumps([operation, caller, significant], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -1,10 +1,10 @@
 """Template filters of the inbox. Every one returns plain text, so auto-escaping applies."""
 
 import datetime as dt
-import json
 
 from django import template
 
+from kernel import jsonio
 from processes.maps import humanize as humanize_id
 from workqueue.presenting import parse_iso
 
@@ -25,9 +25,13 @@ def pretty(value) -> str:
         return value
     if value is None:
         return "—"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    return json.dumps(value)
+    try:
+        if isinstance(value, (dict, list)):
+            return jsonio.dumps(value, indent=2, ensure_ascii=False)
+        return jsonio.dumps(value)
+    except RecursionError:
+        # Stored before arguments were limited to 64 levels: the page still renders (issue 13).
+        return "(nested too deeply to show here)"
 
 
 @register.filter
