@@ -81,12 +81,13 @@ def _answers(url: str) -> bool:
 
 @contextmanager
 def start_live_server(db_url: str, workdir: Path, env: dict[str, str] | None = None,
-                      workers: int = 1) -> Iterator[LiveServer]:
-    """Run the ASGI app in a uvicorn subprocess (`workers` worker processes) until the block ends."""
+                      workers: int = 1, port: int = 0) -> Iterator[LiveServer]:
+    """Run the ASGI app in a uvicorn subprocess (`workers` worker processes) until the block ends;
+    `port` 0 picks a free one (pass a server's port again to restart it where its clients expect it)."""
     # Bind the port here and hand the socket over (--fd): no window for another process to take it.
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind(("127.0.0.1", port))
     listener.listen(128)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     log_path = workdir / "server.log"
