@@ -5,18 +5,28 @@ Credentials are never shown after they are issued: an agent application's client
 once, on the page that answers its registration (or a secret reset), and is stored hashed.
 """
 
+import logging
+import smtplib
+
 import oauth2_provider.admin as dot_admin  # registers DOT's admins first; AccessToken's is replaced below
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from oauth2_provider.models import get_access_token_model
 
-from . import oauth
+from . import oauth, people
 from .identity import revoke_token
 from .models import Agent, AgentApplication, ApiToken, AuditEvent, Member, Organization
+from .organizations import OrganizationError, default_organization
+
+logger = logging.getLogger(__name__)
 
 
 @admin.register(Organization)
@@ -26,17 +36,120 @@ class OrganizationAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at",)
 
 
+class GroupChoices(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, group):
+        return f"{group.name} ({group.organization_link.organization.slug})" if self.show_organization else group.name
+
+
+class AddPersonForm(forms.Form):
+    """One screen for a new person: who they are, where they work, what they may decide."""
+
+    email = forms.EmailField(label="Email address", help_text="They sign in with it; it is their `person` value.")
+    first_name = forms.CharField(label="First name", max_length=150)
+    last_name = forms.CharField(label="Last name", max_length=150, required=False)
+    organization = forms.ModelChoiceField(queryset=Organization.objects.order_by("slug"), empty_label=None)
+    groups = GroupChoices(queryset=Group.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+                          help_text="The groups whose work items they see and decide.")
+    operator = forms.BooleanField(
+        label="Operator", required=False,
+        help_text="Operators cancel runs, send events, receive escalations and download the audit log.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["organization"].initial = default_organization().pk
+        organizations = self.fields["organization"].queryset.count()
+        if organizations == 1:
+            self.fields["organization"].widget = forms.HiddenInput()
+        # The organizations' own groups; their operators groups are the Operator box.
+        self.fields["groups"].queryset = (
+            Group.objects.filter(organization_link__isnull=False, operators_of__isnull=True)
+            .select_related("organization_link__organization").order_by("name"))
+        self.fields["groups"].show_organization = organizations > 1
+
+    def clean_email(self):
+        email = self.cleaned_data["email"].strip()
+        if people.existing_account(email) is not None:
+            raise forms.ValidationError(people.duplicate_email_message(email), code="duplicate")
+        return email
+
+    def clean(self):
+        data = super().clean()
+        organization, groups = data.get("organization"), data.get("groups") or []
+        foreign = [group.name for group in groups if organization and
+                   group.organization_link.organization_id != organization.id]
+        if foreign:
+            self.add_error("groups", f"Not groups of {organization.slug}: {', '.join(foreign)}. Choose groups of "
+                                     "the person's own organization.")
+        return data
+
+
+ADD_PERSON_TEMPLATE = "admin/agentprocess/member/add_person.html"
+
+
 @admin.register(Member)
 class MemberAdmin(admin.ModelAdmin):
-    list_display = ("user", "email", "organization")
+    """People. "Add person" creates the account, its organization, groups and operator flag at once
+    and mails an invitation to choose a password; nobody types a password for someone else."""
+
+    list_display = ("user", "email", "name", "organization")
     list_filter = ("organization",)
     list_select_related = ("user", "organization")
-    search_fields = ("user__email", "user__username")
+    search_fields = ("user__email", "user__username", "user__first_name", "user__last_name")
     raw_id_fields = ("user",)
+    actions = ("send_new_invitation",)
 
     @admin.display(ordering="user__email")
     def email(self, obj):
         return obj.user.email
+
+    @admin.display(ordering="user__last_name")
+    def name(self, obj):
+        return obj.user.get_full_name() or "—"
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = AddPersonForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                with transaction.atomic():
+                    user = people.add_person(
+                        organization=data["organization"], email=data["email"], first_name=data["first_name"],
+                        last_name=data["last_name"], groups=list(data["groups"]), operator=data["operator"])
+            except OrganizationError as error:  # a concurrent add of the same email, say
+                form.add_error(None, str(error))
+            else:
+                self._invite(request, user, data["organization"], added=True)
+                return HttpResponseRedirect(reverse("admin:agentprocess_member_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Add person",
+            "form": form,
+            "media": self.media + form.media,
+            "errors": form.errors,
+        }
+        return TemplateResponse(request, ADD_PERSON_TEMPLATE, context)
+
+    def _invite(self, request, user, organization, *, added: bool) -> bool:
+        added_text = f"Added {user.get_full_name() or user.email} ({user.email}). " if added else ""
+        try:
+            people.send_invitation(user, organization=organization, invited_by=request.user)
+        except (smtplib.SMTPException, OSError) as error:
+            logger.warning("invitation to %s not sent: %s", user.email, error)
+            self.message_user(request, f"{added_text}The invitation to {user.email} could not be mailed ({error}). "
+                                       "Select them and use “Send a new invitation” once mail works.", messages.WARNING)
+            return False
+        days = people.invitation_days()
+        self.message_user(request, f"{added_text}An invitation to choose a password was mailed to {user.email} "
+                                   f"(the link works for {days} day{'s' if days != 1 else ''}).", messages.SUCCESS)
+        return True
+
+    @admin.action(description="Send a new invitation (a fresh link to choose a password)")
+    def send_new_invitation(self, request, queryset):
+        for member in queryset.select_related("user", "organization"):
+            self._invite(request, member.user, member.organization, added=False)
 
 
 @admin.register(Agent)
@@ -224,5 +337,5 @@ class AuditEventAdmin(ReadOnlyAdmin):
     date_hierarchy = "at"
     ordering = ("-id",)
     list_select_related = ("organization",)
-    readonly_fields = [field.name for field in AuditEvent._meta.fields]
+    readonly_fields = tuple(field.name for field in AuditEvent._meta.fields)
     show_full_result_count = False  # no COUNT(*) over the whole log on every page

@@ -3,6 +3,7 @@
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
+from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
@@ -14,10 +15,23 @@ from kernel.admin import ReadOnlyAdmin
 from kernel.models import Organization
 from kernel.organizations import default_organization
 
+from . import maps
 from .definition import StepDef, definition_for
+from .diffing import ADDED, REMOVED, SourceDiff, source_diff
 from .models import Process, ProcessDraft, ProcessVersion
-from .publishing import PublishRefused, bind_roles, import_draft, publish
+from .publishing import (
+    PublishRefused,
+    bind_roles,
+    current_version_if_unchanged,
+    import_draft,
+    latest_version_of,
+    publish_draft,
+    revise_draft,
+)
 from .rendering import render_markdown
+
+# A draft's text is at most what an upload may be (ImportForm), whichever way it arrives.
+MAX_SOURCE_CHARS = 1024 * 1024
 
 
 class ImportForm(forms.Form):
@@ -25,8 +39,9 @@ class ImportForm(forms.Form):
     folder_name = forms.CharField(
         required=False, help_text="Optional: the folder the file came from; it must equal the process name."
     )
-    source = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "cols": 100}), required=False,
-                             label="PROCESS.md text")
+    source = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "class": "source-editor",
+                                                          "spellcheck": "false", "wrap": "off"}),
+                             required=False, label="PROCESS.md text", strip=False, max_length=MAX_SOURCE_CHARS)
     upload = forms.FileField(required=False, label="…or upload PROCESS.md")
 
     def clean(self):
@@ -46,20 +61,66 @@ class ImportForm(forms.Form):
 
 def _issues_html(issues):
     if not issues:
-        return mark_safe('<span style="color:#0E5E59">No issues.</span>')
+        return mark_safe('<span class="no-issues">No issues.</span>')
     return format_html(
-        '<ul class="errorlist" style="margin:0">{}</ul>', format_html_join("", "<li>{}</li>", ((i,) for i in issues))
+        '<ul class="errorlist">{}</ul>', format_html_join("", "<li>{}</li>", ((i,) for i in issues))
     )
+
+
+def verbatim_source(source: str) -> str:
+    """The stored text as written: monospace, every space and indentation kept (escaped)."""
+    endings = ' <span class="source-endings">Line endings: CRLF (Windows).</span>' if "\r\n" in source else ""
+    return format_html('<pre class="source-verbatim" tabindex="0" aria-label="PROCESS.md as stored">{}</pre>{}',
+                       source, mark_safe(endings))
+
+
+_DIFF_SIGNS = {ADDED: ("+", "added"), REMOVED: ("−", "removed")}
+
+
+def diff_html(diff: SourceDiff, *, old_label: str, new_label: str) -> str:
+    """A line diff as a table: each changed line carries a sign and a word (for screen readers and
+    for anyone who does not see the colour), not colour alone; every text is escaped."""
+    if diff.endings_only:
+        return format_html("<p>Only the line endings differ from {}; the content hash does too.</p>", old_label)
+    if not diff.hunks:
+        return format_html("<p>No line differs from {}.</p>", old_label)
+    rows = []
+    for hunk in diff.hunks:
+        rows.append(format_html(
+            '<tr class="diff-hunk"><th colspan="4" scope="rowgroup">Lines {}–{} of {}, lines {}–{} of the draft</th></tr>',
+            hunk.old_start, hunk.old_start + max(hunk.old_count - 1, 0), old_label,
+            hunk.new_start, hunk.new_start + max(hunk.new_count - 1, 0)))
+        for line in hunk.lines:
+            sign, word = _DIFF_SIGNS.get(line.kind, (" ", ""))
+            tag = {ADDED: "ins", REMOVED: "del"}.get(line.kind, "span")
+            rows.append(format_html(
+                '<tr class="diff-{}"><td class="diff-number">{}</td><td class="diff-number">{}</td>'
+                '<td class="diff-sign" aria-hidden="true">{}</td><td class="diff-text">{}{}</td></tr>',
+                line.kind, line.old_number or "", line.new_number or "", sign,
+                format_html('<span class="visually-hidden">{}: </span>', word) if word else "",
+                format_html("<{}>{}</{}>", tag, line.text, tag) if tag != "span" else line.text))
+    summary = format_html("{} line{} added, {} line{} removed against {}.", diff.added,
+                          "" if diff.added == 1 else "s", diff.removed, "" if diff.removed == 1 else "s", old_label)
+    return format_html(
+        '<p class="diff-summary">{}</p><div class="table-scroll"><table class="source-diff">'
+        "<caption>Changes of {} against {}</caption>"
+        '<thead><tr><th scope="col">{}</th><th scope="col">draft</th><th scope="col"><span class="visually-hidden">'
+        'change</span></th><th scope="col">line</th></tr></thead><tbody>{}</tbody></table></div>',
+        summary, new_label, old_label, old_label, mark_safe("".join(rows)))
 
 
 @admin.register(ProcessDraft)
 class ProcessDraftAdmin(admin.ModelAdmin):
     list_display = ("id", "name", "organization", "issue_count", "unbound", "published_version", "created_at")
     list_filter = ("organization",)
-    readonly_fields = ("organization", "name", "folder_name", "issue_list", "requires", "source_text",
-                       "published_version", "created_by", "created_at")
-    actions = ["publish_selected"]
+    list_select_related = ("organization", "published_version")
+    readonly_fields = ("organization", "name", "folder_name", "issue_list", "against_current", "requires",
+                       "source_text", "changes", "published_version", "created_by", "created_at")
+    actions = ("publish_selected",)
     change_form_template = "admin/processes/processdraft/change_form.html"
+
+    class Media:
+        css = {"all": ("processes/admin.css",)}  # noqa: RUF012 (Django reads it once)
 
     # --- import -------------------------------------------------------------------------
     def get_urls(self):
@@ -80,18 +141,21 @@ class ProcessDraftAdmin(admin.ModelAdmin):
                 created_by=request.user,
                 actor=audit.Actor.admin(request.user),
             )
+            current = current_version_if_unchanged(draft, latest_version_of(draft))
             if draft.issues:
                 self.message_user(
-                    request, f"Imported with {len(draft.issues)} issue(s); fix the file and import again.",
-                    messages.WARNING)
+                    request, f"Imported with {len(draft.issues)} issue(s). Correct the text below and press "
+                             "“Save and validate again”.", messages.WARNING)
+            elif current is not None:
+                self.message_user(request, _unchanged_text(current), messages.INFO)
             else:
                 self.message_user(request, "Imported. Bind every role to a group, then publish.", messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:processes_processdraft_change", args=[draft.pk]))
         context = {**self.admin_site.each_context(request), "form": form, "title": "Import a PROCESS.md",
-                   "opts": self.model._meta}
+                   "opts": self.model._meta, "media": self.media}
         return render(request, "admin/processes/processdraft/import.html", context)
 
-    # --- bind ---------------------------------------------------------------------------
+    # --- edit in place, bind --------------------------------------------------------------
     def get_form(self, request, obj=None, change=False, **kwargs):
         roles = obj.roles if obj else []
         groups = sorted(
@@ -106,21 +170,47 @@ class ProcessDraftAdmin(admin.ModelAdmin):
             )
             for role in roles
         }
+        if obj is not None and _editable(obj):
+            fields["edited_source"] = forms.CharField(
+                label="PROCESS.md", initial=obj.source, strip=False, max_length=MAX_SOURCE_CHARS, required=False,
+                widget=forms.Textarea(attrs={"rows": 30, "class": "source-editor", "spellcheck": "false",
+                                             "wrap": "off", "aria-describedby": "edited-source-help"}),
+                help_text=mark_safe('<span id="edited-source-help">Correct the text here and press “Save and '
+                                    "validate again”: every issue is checked anew. The file you imported "
+                                    "is not changed.</span>"),
+            )
         return type("DraftBindingForm", (forms.ModelForm,), {
             **fields, "Meta": type("Meta", (), {"model": ProcessDraft, "fields": []})})
 
     def get_fieldsets(self, request, obj=None):
-        fieldsets = [(None, {"fields": ["organization", "name", "folder_name", "issue_list", "requires"]})]
+        fieldsets = [(None, {"fields": ["organization", "name", "folder_name", "issue_list", "against_current",
+                                        "requires"]})]
         if obj and obj.roles:
             fieldsets.append(("Bind roles to groups", {"fields": [f"bind__{role}" for role in obj.roles]}))
-        fieldsets.append(("Source", {"fields": ["source_text", "published_version", "created_by", "created_at"]}))
+        if obj and _editable(obj):
+            fieldsets.append(("Edit the text", {"fields": ["edited_source"]}))
+        else:
+            fieldsets.append(("Source", {"fields": ["source_text"]}))
+        fieldsets.append(("Changes against the current version", {"fields": ["changes"]}))
+        fieldsets.append(("Record", {"fields": ["published_version", "created_by", "created_at"]}))
         return fieldsets
 
     def save_model(self, request, obj, form, change):
+        # A form without the field (a script, the publish action) leaves the text as it is.
+        edited = form.cleaned_data.get("edited_source") if "edited_source" in form.data else None
+        if edited is not None and edited != obj.source:
+            revised = revise_draft(draft=obj, source=edited, actor=audit.Actor.admin(request.user))
+            obj.name, obj.source, obj.issues, obj.roles = revised.name, revised.source, revised.issues, revised.roles
+            if revised.issues:
+                self.message_user(request, f"Saved. The text still has {len(revised.issues)} issue(s): see below.",
+                                  messages.WARNING)
+            else:
+                self.message_user(request, "Saved and validated again: no issues. Bind every role, then publish.",
+                                  messages.SUCCESS)
         bindings = {
             name.removeprefix("bind__"): value.strip()
             for name, value in form.cleaned_data.items()
-            if name.startswith("bind__") and value and value.strip()
+            if name.startswith("bind__") and value and value.strip() and name.removeprefix("bind__") in obj.roles
         }
         if bindings:
             try:
@@ -134,16 +224,22 @@ class ProcessDraftAdmin(admin.ModelAdmin):
             obj.refresh_from_db()
             self._publish(request, obj)
             return HttpResponseRedirect(request.path)
+        if "_continue" in request.POST:  # "Save and validate again": the messages above say what happened
+            return HttpResponseRedirect(request.path)
         return super().response_change(request, obj)
 
     def _publish(self, request, draft):
         try:
             with transaction.atomic():
-                version = publish(draft=draft, published_by=request.user)
+                published = publish_draft(draft=draft, published_by=request.user)
         except PublishRefused as refusal:
             for issue in refusal.issues:
                 self.message_user(request, issue, messages.ERROR)
             return None
+        version = published.version
+        if not published.created:
+            self.message_user(request, _unchanged_text(version), messages.INFO)
+            return version
         self.message_user(
             request, f"Published {version.process.name} version {version.number} ({version.content_hash}).",
             messages.SUCCESS)
@@ -155,6 +251,12 @@ class ProcessDraftAdmin(admin.ModelAdmin):
             self._publish(request, draft)
 
     # --- display ------------------------------------------------------------------------
+    def _latest(self, obj):
+        """The latest version of the draft's process, looked up once per page."""
+        if not hasattr(obj, "_latest_version"):
+            obj._latest_version = latest_version_of(obj)
+        return obj._latest_version
+
     @admin.display(description="issues")
     def issue_count(self, obj):
         return len(obj.issues)
@@ -166,6 +268,32 @@ class ProcessDraftAdmin(admin.ModelAdmin):
     @admin.display(description="Issues")
     def issue_list(self, obj):
         return _issues_html(obj.issues)
+
+    @admin.display(description="Current version")
+    def against_current(self, obj):
+        latest = self._latest(obj)
+        if latest is None:
+            return "None yet: publishing creates version 1." if obj.name else "—"
+        link = _version_link(latest)
+        if current_version_if_unchanged(obj, latest) is not None:
+            if obj.published_version_id == latest.pk:
+                return format_html("This draft is {} (its content hash).", link)
+            return format_html(
+                "<strong>Unchanged</strong>: this file’s content hash equals {}, the current version. Publishing "
+                "creates no version, unless a role is bound to a different group.", link)
+        if obj.published_version_id:
+            return format_html("Published as {}; {} is current.", _version_link(obj.published_version), link)
+        return format_html("{} is current; publishing this draft creates version {}.", link, latest.number + 1)
+
+    @admin.display(description="Changes")
+    def changes(self, obj):
+        latest = self._latest(obj)
+        if latest is None:
+            return "A new process: there is no version to compare with."
+        if obj.published_version_id == latest.pk:
+            return format_html("This draft is {}.", _version_link(latest))
+        label = f"version {latest.number}"
+        return diff_html(source_diff(latest.source, obj.source), old_label=label, new_label=f"draft {obj.pk}")
 
     @admin.display(description="Requires systems")
     def requires(self, obj):
@@ -184,19 +312,42 @@ class ProcessDraftAdmin(admin.ModelAdmin):
 
     @admin.display(description="PROCESS.md")
     def source_text(self, obj):
-        return format_html('<pre style="white-space:pre-wrap;max-height:40em;overflow:auto">{}</pre>', obj.source)
+        return verbatim_source(obj.source)
+
+
+def _editable(draft: ProcessDraft) -> bool:
+    """An unpublished draft is edited in place; a published one is the record of what was published."""
+    return draft.published_version_id is None
+
+
+def _version_link(version: ProcessVersion) -> str:
+    return format_html('<a href="{}">version {}</a>',
+                       reverse("admin:processes_processversion_change", args=[version.pk]), version.number)
+
+
+def _unchanged_text(version: ProcessVersion) -> str:
+    return (f"Unchanged, version {version.number} is current: {version.process.name} has this content hash "
+            f"({version.content_hash}) and these role bindings already. Nothing was published.")
 
 
 class VersionInline(admin.TabularInline):
     model = ProcessVersion
-    fields = ("number", "content_hash", "published_by", "published_at")
+    fields = ("number", "content_hash", "published_by", "published_at", "runs")
     readonly_fields = fields
     extra = 0
     can_delete = False
     show_change_link = True
 
+    def get_queryset(self, request):
+        # One query for every row's run count (no query per version).
+        return super().get_queryset(request).select_related("published_by").annotate(run_count=Count("runs"))
+
     def has_add_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="runs")
+    def runs(self, obj):
+        return _runs_link(obj, obj.run_count)
 
 
 @admin.register(Process)
@@ -205,7 +356,7 @@ class ProcessAdmin(admin.ModelAdmin):
     list_filter = ("organization",)
     search_fields = ("name", "description")
     readonly_fields = ("organization", "name", "description", "latest_version", "created_at")
-    inlines = [VersionInline]
+    inlines = (VersionInline,)
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("organization", "latest_version")
@@ -220,14 +371,37 @@ class ProcessAdmin(admin.ModelAdmin):
 
 @admin.register(ProcessVersion)
 class ProcessVersionAdmin(ReadOnlyAdmin):
-    list_display = ("process", "number", "content_hash", "published_by", "published_at")
+    """A version as an author reads it: what it is (hash, bindings, runs), its map, and the stored
+    text verbatim beside the rendered body."""
+
+    list_display = ("process", "number", "content_hash", "published_by", "published_at", "runs")
     list_filter = ("process__organization",)
-    fields = ("process", "number", "content_hash", "published_by", "published_at", "role_bindings",
-              "steps_table", "rendered_body", "source")
+    list_select_related = ("process", "published_by")
+    fields = ("process", "number", "content_hash", "published_by", "published_at", "role_bindings", "runs",
+              "steps_table")
     readonly_fields = fields
+    change_form_template = "admin/processes/processversion/change_form.html"
+
+    class Media:
+        css = {"all": ("processes/admin.css",)}  # noqa: RUF012 (Django reads it once)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("process", "published_by")
+        return super().get_queryset(request).select_related("process", "published_by").annotate(
+            run_count=Count("runs"))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        version = self.get_object(request, object_id)
+        extra = {}
+        if version is not None:
+            # The map module escapes every text it takes from the process file.
+            extra = {
+                "version": version,
+                "map_svg": mark_safe(maps.svg_for_version(version.pk, states={}, link_prefix=None)),
+                "mermaid": maps.mermaid_for_version(version.pk),
+                "source_html": verbatim_source(version.source),
+                "body_html": render_markdown(version.body),
+            }
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
     @admin.display(description="Role bindings")
     def role_bindings(self, obj):
@@ -235,18 +409,26 @@ class ProcessVersionAdmin(ReadOnlyAdmin):
             return "—"
         return format_html_join(", ", "{} → {}", obj.bindings.items())
 
+    @admin.display(description="Runs")
+    def runs(self, obj):
+        return _runs_link(obj, obj.run_count)
+
     @admin.display(description="Steps")
     def steps_table(self, obj):
         rows = [_step_row(step) for step in definition_for(obj.pk).steps]
         return format_html(
-            '<table><thead><tr><th>id</th><th>kind</th><th>person</th><th>text</th><th>next</th></tr></thead>'
-            "<tbody>{}</tbody></table>",
+            '<div class="table-scroll"><table class="steps-table"><thead><tr><th scope="col">id</th>'
+            '<th scope="col">kind</th><th scope="col">person</th><th scope="col">text</th><th scope="col">next</th>'
+            "</tr></thead><tbody>{}</tbody></table></div>",
             format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
         )
 
-    @admin.display(description="Body")
-    def rendered_body(self, obj):
-        return format_html('<div class="process-body">{}</div>', render_markdown(obj.body))
+
+def _runs_link(version: ProcessVersion, count: int) -> str:
+    """The number of runs pinned to the version, linking to the runs changelist filtered to them."""
+    url = f"{reverse('admin:runs_run_changelist')}?version__id__exact={version.pk}"
+    label = "no runs" if count == 0 else f"{count} run{'s' if count != 1 else ''}"
+    return format_html('<a href="{}">{}</a>', url, label)
 
 
 def _step_row(step: StepDef) -> tuple[str, ...]:

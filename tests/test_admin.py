@@ -72,8 +72,9 @@ def test_admin_import_accepts_an_uploaded_file(admin_client):
 
 
 def test_process_list_shows_the_latest_version(admin_client, publish):
-    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
-    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+    source = (EXAMPLES / "supplier-onboarding" / "PROCESS.md").read_text()
+    publish(source, {"finance-approver": "finance"})
+    publish(source + "\nRevised.\n", {"finance-approver": "finance"})  # a changed body: version 2
     page = admin_client.get(reverse("admin:processes_process_changelist")).content.decode()
     assert "supplier-onboarding" in page
     assert '<td class="field-latest">2</td>' in page

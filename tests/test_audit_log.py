@@ -251,7 +251,7 @@ def test_importing_binding_and_publishing_are_recorded_with_who_did_it(org, clie
 
     create_person(org, "root@example.com", password="admin-pass-1", superuser=True)
     assert client.login(username="root@example.com", password="admin-pass-1")
-    client.post(reverse("admin:processes_processdraft_import"), {"source": SCREEN_AND_APPROVE})
+    client.post(reverse("admin:processes_processdraft_import"), {"source": SCREEN_AND_APPROVE + "\nRevised.\n"})
     draft = ProcessDraft.objects.latest("pk")
     client.post(reverse("admin:processes_processdraft_change", args=[draft.pk]),
                 {"bind__finance": "finance", "_publish": "1"})

@@ -92,12 +92,21 @@ def test_the_body_is_hashed_byte_exact(db, publish):
     assert second.body.endswith("new run.\n ")
 
 
-def test_two_publishes_give_versions_1_and_2(db, publish):
+def test_two_publishes_of_different_text_give_versions_1_and_2(db, publish):
     bindings = {"finance-approver": "finance"}
-    first = publish(EXAMPLES / "supplier-onboarding", bindings)
-    second = publish(EXAMPLES / "supplier-onboarding", bindings)
+    source = (EXAMPLES / "supplier-onboarding" / "PROCESS.md").read_text()
+    first = publish(source, bindings)
+    second = publish(source + "\nRevised.\n", bindings)
     assert (first.number, second.number) == (1, 2)
     assert second.process.latest_version == second
+
+
+def test_publishing_an_unchanged_file_again_creates_no_version(db, publish):
+    bindings = {"finance-approver": "finance"}
+    first = publish(EXAMPLES / "supplier-onboarding", bindings)
+    again = publish(EXAMPLES / "supplier-onboarding", bindings)
+    assert again.pk == first.pk and again.number == 1
+    assert ProcessVersion.objects.count() == 1
 
 
 def test_a_published_version_never_changes(db, publish):

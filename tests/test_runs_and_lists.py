@@ -112,7 +112,7 @@ def test_test_mode_is_marked_on_get_work_claim_and_work_items(onboarding, agent,
 
 def test_list_processes_shows_inputs_requires_and_the_latest_version(publish, agent):
     publish(EXAMPLES / "expense-approval")
-    publish(EXAMPLES / "expense-approval")
+    publish((EXAMPLES / "expense-approval" / "PROCESS.md").read_text() + "\nRevised.\n")  # a change: version 2
     [item] = agent.ok("list_processes")["items"]
     assert item["version"] == 2
     assert item["requires"] == {"systems": ["expense-tool"]}
@@ -121,7 +121,8 @@ def test_list_processes_shows_inputs_requires_and_the_latest_version(publish, ag
 
 def test_start_run_pins_the_version_for_life(onboarding, agent, publish):
     run_id = start(agent)
-    publish(EXAMPLES / "supplier-onboarding", {"finance-approver": "finance"})
+    changed = (EXAMPLES / "supplier-onboarding" / "PROCESS.md").read_text() + "\nRevised.\n"  # unchanged publishes nothing
+    publish(changed, {"finance-approver": "finance"})
     assert agent.ok("get_run", runId=run_id)["run"]["version"] == 1
     newer = agent.ok("start_run", process="supplier-onboarding", inputs={"vendorName": "B", "amount": 1})
     assert newer["run"]["version"] == 2

@@ -6,8 +6,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kernel.organizations import get_or_create_organization
 from processes.parsing import parse_process_file
-from processes.publishing import PublishRefused, bind_roles, import_draft
-from processes.publishing import publish as publish_draft
+from processes.publishing import (
+    PublishRefused,
+    bind_roles,
+    current_version_if_unchanged,
+    import_draft,
+    latest_version_of,
+    publish_draft,
+    unchanged_message,
+)
 
 
 class Command(BaseCommand):
@@ -58,13 +65,17 @@ class Command(BaseCommand):
                 self.stdout.write(f"requires: {', '.join(systems)} (connect these first; the server neither checks "
                                   "nor grants this access)")
             if publish:
-                version = publish_draft(draft=draft)
-                self.stdout.write(f"published {version.process.name} version {version.number} {version.content_hash}")
+                # An unchanged file (and bindings) publishes nothing and is no failure: exit 0.
+                self.stdout.write(publish_draft(draft=draft).message)
                 return
         except PublishRefused as refusal:
             self._refuse(refusal.issues)
         unbound = draft.unbound_roles
         self.stdout.write(f"draft {draft.pk} of {draft.name} imported")
+        current = current_version_if_unchanged(draft, latest_version_of(draft))
+        if current is not None:
+            self.stdout.write(unchanged_message(current) + "; publishing it creates no version "
+                              "unless a role is bound to another group")
         if unbound:
             self.stdout.write("roles to bind before publishing: " + ", ".join(unbound))
 

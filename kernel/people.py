@@ -1,0 +1,78 @@
+"""Adding a person from admin: the account, their organization, groups and operator flag, and an
+invitation mail whose link sets their first password.
+
+The link is Django's password-reset link (token generator, uid), built from PUBLIC_BASE_URL like
+the password-reset mails (workqueue/accounts.py), never from a request's Host header. It works
+once (setting a password changes the hash the token is made from) and for PASSWORD_RESET_TIMEOUT.
+"""
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.auth.tokens import default_token_generator
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from .models import Member, Organization
+from .organizations import OrganizationError
+
+
+def existing_account(email: str):
+    """The user already holding this email (or username), compared without case; None when free."""
+    email = email.strip()
+    return get_user_model().objects.filter(Q(email__iexact=email) | Q(username__iexact=email)).first()
+
+
+def duplicate_email_message(email: str) -> str:
+    return (f"A person with the email address {email.strip()} already exists. "
+            "Find them under Members (or Users) instead of adding them again.")
+
+
+@transaction.atomic
+def add_person(*, organization: Organization, email: str, first_name: str = "", last_name: str = "",
+               groups: list[Group] = (), operator: bool = False):
+    """Create a person who can sign in once they set a password (none is set: the invitation's link
+    sets it). Refuses an email address that is already taken, and another organization's group."""
+    email = email.strip()
+    if existing_account(email) is not None:
+        raise OrganizationError(duplicate_email_message(email))
+    foreign = [group.name for group in groups
+               if getattr(getattr(group, "organization_link", None), "organization_id", None) != organization.id]
+    if foreign:
+        raise OrganizationError(f"not groups of organization {organization.slug}: {', '.join(sorted(foreign))}")
+    user = get_user_model().objects.create_user(username=email, email=email, first_name=first_name.strip(),
+                                                last_name=last_name.strip())  # no password: unusable until set
+    Member.objects.create(user=user, organization=organization)
+    user.groups.add(*groups, *([organization.operators] if operator else []))
+    return user
+
+
+def invitation_link(user) -> str:
+    """The absolute link that lets `user` set a password (Django's reset-confirm view)."""
+    path = reverse("password_reset_confirm", kwargs={
+        "uidb64": urlsafe_base64_encode(force_bytes(user.pk)), "token": default_token_generator.make_token(user)})
+    return f"{settings.PUBLIC_BASE_URL}{path}"
+
+
+def invitation_days() -> int:
+    return max(1, round(settings.PASSWORD_RESET_TIMEOUT / 86400))
+
+
+def send_invitation(user, *, organization: Organization, invited_by=None) -> None:
+    """Mail `user` a fresh password-set link. Raises what the mail backend raises (SMTP down)."""
+    inviter = (invited_by.get_full_name() or invited_by.email) if invited_by is not None else "An administrator"
+    greeting = f"Hello {user.first_name}," if user.first_name else "Hello,"
+    days = invitation_days()
+    body = (
+        f"{greeting}\n\n"
+        f"{inviter} added you to {organization.name}, to work on its processes (approvals, tasks, reviews).\n\n"
+        f"Choose your password here (the link works once, for {days} day{'s' if days != 1 else ''}):\n"
+        f"{invitation_link(user)}\n\n"
+        f"Then sign in at {settings.PUBLIC_BASE_URL}{reverse('login')} with your email address {user.email}.\n"
+        "If the link has expired, ask your administrator to send a new invitation.\n"
+    )
+    send_mail(f"You are invited to {organization.name}", body, settings.DEFAULT_FROM_EMAIL, [user.email])
