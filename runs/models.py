@@ -155,6 +155,9 @@ class WorkItem(models.Model):
                 condition=Q(state="open"),
             ),
             models.Index(fields=["run", "state"], name="work_run_state"),
+            # The inbox's "Done by me": a person's decisions, newest first.
+            models.Index(fields=["organization", "decided_by", "decided_at"], name="work_decided_by",
+                         condition=Q(state="decided")),
             # The inbox: due first (no due last), then oldest; the operators' queues.
             models.Index(
                 fields=["organization", "assigned_group", "due_at", "created_at", "id"],
@@ -260,3 +263,28 @@ class Notice(models.Model):
     def __str__(self):
         return f"{self.kind} to {self.recipient}"
 
+
+
+class SavedView(models.Model):
+    """A person's named inbox view (issue 15, point 2): the inbox's own query string (filters and
+    sort), so a saved view is exactly the bookmarkable URL it was saved from."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_views")
+    name = models.CharField(max_length=80)
+    query = models.TextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="saved_view_name_unique")]
+        ordering = ["name", "id"]
+
+    def __str__(self):
+        return self.name
+
+
+class InboxVisit(models.Model):
+    """When a person last looked at their inbox: what arrived after it is "new"."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inbox_visit")
+    seen_at = models.DateTimeField()

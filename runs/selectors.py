@@ -59,11 +59,15 @@ def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, 
         next_cursor
 
 
+def assigned_to(identity: Identity) -> Q:
+    """Work items whose assignment includes this person: a group of theirs, or them (spec §3.4)."""
+    return Q(assigned_group__in=list(identity.groups)) | Q(assigned_person=identity.email)
+
+
 def open_items_for(identity: Identity):
-    """The open work items whose assignment includes this person (a group of theirs, or them)."""
+    """The open work items whose assignment includes this person."""
     return WorkItem.objects.filter(organization=identity.organization, state=WorkItemState.OPEN).filter(
-        Q(assigned_group__in=list(identity.groups)) | Q(assigned_person=identity.email)
-    )
+        assigned_to(identity))
 
 
 def is_assigned(identity: Identity, item: WorkItem) -> bool:

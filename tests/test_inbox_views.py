@@ -455,7 +455,9 @@ def test_inbox_uses_a_constant_number_of_queries_with_5000_items(quick, person_c
     assert WorkItem.objects.filter(state="open").count() == 5000
     large = [_count_queries(client, url) for url in urls]
     assert large == small, (small, large)
-    assert max(large) <= 8, large
+    # Session, user, member, groups, catalog, last visit, saved views, the counts, the page, the
+    # visit's update: 10 whatever the number of items (tests/test_inbox_queue_views.py: every view).
+    assert max(large) <= 10, large
     html = page(client, "/")
     assert len(inbox_ids(html)) == 50
     assert re.search(r'data-count="total"><strong>5000</strong>', html)

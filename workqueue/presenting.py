@@ -221,6 +221,15 @@ class InboxEntry:
     escalation_note: str | None
     sent_back: dict | None = None  # {note, by, at, how}: returned for rework
     held_by: str | None = None
+    snapshot: str = ""  # the run's snapshot as this row showed it (bulk decisions send it)
+    new: bool = False  # arrived after the person's last look at the inbox
+    open: bool = True
+    decision: str | None = None
+    decided_at: dt.datetime | None = None
+
+    @property
+    def decision_label(self) -> str:
+        return DONE_LABELS.get(self.decision or "", self.decision or "")
 
     @property
     def sent_back_line(self) -> str:
@@ -236,7 +245,7 @@ class InboxEntry:
         return item_kind_label(self.kind, self.escalated)
 
 
-def inbox_entry(item, definition, now) -> InboxEntry:
+def inbox_entry(item, definition, now, seen_at=None) -> InboxEntry:
     run = item.run
     text = ""
     if definition is not None and item.step_id in definition.by_id:
@@ -250,7 +259,9 @@ def inbox_entry(item, definition, now) -> InboxEntry:
         escalation_note=(item.escalation or {}).get("note"),
         sent_back=sent_back(definition, run.steps_data, item.step_id, item.step_state.handoff)
         if definition is not None and item.escalation is None else None,
-        held_by=item.held_by,
+        held_by=item.held_by, snapshot=run.snapshot,
+        new=seen_at is not None and item.created_at > seen_at and item.state == "open",
+        open=item.state == "open", decision=item.decision, decided_at=item.decided_at,
     )
 
 

@@ -5,6 +5,10 @@ from . import views
 app_name = "workqueue"
 urlpatterns = [
     path("", views.inbox, name="inbox"),
+    path("views/save", views.save_view, name="save_view"),
+    path("views/<int:view_id>/delete", views.delete_view, name="delete_view"),
+    path("work/bulk", views.bulk_decide, name="bulk_decide"),
+    path("runs/bulk-cancel", views.bulk_cancel, name="bulk_cancel"),
     path("work/<str:work_item_id>", views.work_item, name="work_item"),
     path("work/<str:work_item_id>/take", views.take_item, name="take_item"),
     path("work/<str:work_item_id>/release", views.release_item, name="release_item"),

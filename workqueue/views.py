@@ -29,16 +29,15 @@ from processes.definition import definition_for, definitions_for
 from processes.maps import humanize
 from processes.rendering import render_markdown
 from processes.selectors import version_id as published_version_id
-from runs.models import ENDED_STATES, RunState, WorkItemState
+from runs.models import ENDED_STATES, InboxVisit, RunState, WorkItemState
 from runs.presenters import decisions_for, last_attempt, run_list_entry, sent_back
 from runs.selectors import file_names, is_assigned, runs_list
-from runs.services import queue, uploads
+from runs.services import queue, saved_views, uploads
 from runs.services.decisions import note_rule
 from runs.visibility import visible_run
 
-from . import activity, presenting, selectors
+from . import activity, bulk, presenting, queue_params, selectors
 from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, read_widgets, value_from_text
-from .selectors import KIND_FILTERS, InboxFilters
 
 RUN_STATES = tuple(RunState.values)
 RUNS_PAGE = 50
@@ -107,29 +106,160 @@ def _process_catalog(identity) -> list[dict]:
 # ---------------------------------------------------------------- inbox
 
 
+VIEW_LABELS = {"mine": "Mine", "groups": "My groups", "all": "All open", "done": "Done by me"}
+SORT_LABELS = {"due": "Due", "waiting": "Waiting since", "process": "Process"}
+HELD_LABELS = {"me": "Me", "nobody": "Nobody", "others": "Someone else"}
+MODE_LABELS = {"live": "Live runs", "test": "Test runs"}
+
+
+def _declared_inputs(catalog: list[dict]):
+    by_name = {item["name"]: item.get("inputs") or {} for item in catalog}
+    return lambda process: by_name.get(process, {})
+
+
 @person_view
 def inbox(request, identity):
+    """The person's work in views (mine, my groups, all open, done by me), filtered, sorted and
+    paged; saved views with live counts; `partial=1` answers only the list, for the page's refresh."""
     query = request.GET
-    filters = InboxFilters(
-        process=query.get("process", "").strip(),
-        kind=query.get("kind", "") if query.get("kind", "") in KIND_FILTERS else "",
-        overdue=query.get("overdue") == "1",
-        text=query.get("q", "").strip()[:200],
-    )
+    catalog = _process_catalog(identity)
+    declared = _declared_inputs(catalog)
+    filters, input_fields, problems = queue_params.read_filters(query, declared)
     try:
         page = int(query.get("page", "1"))
     except ValueError:
         page = 1
     now = clock.now()
-    rows, counts = selectors.inbox(identity, filters, now=now, page=page)
+    partial = query.get("partial") == "1"
+    visit = InboxVisit.objects.filter(user=identity.user).first()
+    seen_at = visit.seen_at if visit else None
+    views = saved_views.views_of(identity)
+    saved = {view.pk: queue_params.read_filters(queue_params.parse(view.query), declared)[0] for view in views}
+    rows, counts = selectors.inbox(identity, filters, now=now, page=page, seen_at=seen_at, saved=saved)
     definitions = definitions_for({row.run.version_id for row in rows})
-    entries = [presenting.inbox_entry(row, definitions.get(row.run.version_id), now) for row in rows]
-    return render(request, "workqueue/inbox.html", {
-        "entries": entries,
-        "counts": counts,
-        "filters": filters,
-        "processes": [item["name"] for item in _process_catalog(identity)],
+    entries = [presenting.inbox_entry(row, definitions.get(row.run.version_id), now, seen_at=seen_at)
+               for row in rows]
+    current = queue_params.canonical_query(query)
+    context = {
+        "entries": entries, "counts": counts, "filters": filters, "problems": problems,
+        "input_fields": input_fields, "current_query": current,
+        "processes": [item["name"] for item in catalog],
         "kinds": [("task", "Task"), ("approve", "Approval"), ("escalation", "Escalation")],
+        "views": [(key, label, counts["views"][key]) for key, label in VIEW_LABELS.items()],
+        "view_links": {key: queue_params.with_view(query, key) for key in VIEW_LABELS},
+        "sorts": SORT_LABELS.items(), "held_choices": HELD_LABELS.items(), "modes": MODE_LABELS.items(),
+        "saved_views": [{"view": view, "count": counts["saved"][view.pk],
+                         "current": view.query == current} for view in views],
+        "bulk_decisions": bulk.BULK_DECISIONS.items(), "request_id": _request_id(),
+        "done_view": filters.view == "done", "partial": partial,
+        "clear_query": "" if filters.view == "all" else f"view={filters.view}",
+    }
+    if partial:
+        return render(request, "workqueue/_inbox_list.html", context)
+    if filters.view != "done":  # what arrived after this look is "new" next time
+        _mark_seen(identity, visit, now)
+    return render(request, "workqueue/inbox.html", context)
+
+
+def _mark_seen(identity, visit, now) -> None:
+    if visit is None:
+        InboxVisit.objects.get_or_create(user=identity.user, defaults={"seen_at": now})
+    else:  # one UPDATE, and never back in time when two tabs race
+        InboxVisit.objects.filter(pk=visit.pk, seen_at__lt=now).update(seen_at=now)
+
+
+@person_view
+@require_POST
+def save_view(request, identity):
+    query = queue_params.canonical_query(queue_params.parse(request.POST.get("query", "")))
+    try:
+        view = saved_views.save(identity=identity, name=request.POST.get("name", ""), query=query, now=clock.now())
+    except ToolError as error:
+        messages.error(request, "The view was not saved: " + "; ".join(
+            issue.split(": ", 1)[-1] for issue in error.issues) + ".")
+        return redirect(reverse("workqueue:inbox") + (f"?{query}" if query else ""))
+    messages.success(request, f"Saved the view “{view.name}”. It is in the list of views above the filters.")
+    return redirect(reverse("workqueue:inbox") + (f"?{view.query}" if view.query else ""))
+
+
+@person_view
+@require_POST
+def delete_view(request, identity, view_id: int):
+    try:
+        view = saved_views.delete(identity=identity, view_id=view_id)
+    except ToolError as error:
+        raise Http404(error.message) from None
+    messages.success(request, f"Deleted the view “{view.name}”.")
+    return redirect("workqueue:inbox")
+
+
+def _back_url(post, default: str) -> str:
+    """Where a bulk form came from (a page of this site only: never an open redirect)."""
+    back = post.get("back_url", "")
+    return back if back.startswith("/") and not back.startswith("//") and "\\" not in back else default
+
+
+def _selected(post) -> list[str]:
+    seen, selected = set(), []
+    for value in post.getlist("items"):
+        if value and value not in seen:
+            seen.add(value)
+            selected.append(value)
+    return selected
+
+
+@person_view
+@require_POST
+def bulk_decide(request, identity):
+    """Decide every selected item, each with the snapshot it was shown with; a page of outcomes."""
+    post = request.POST
+    selected = _selected(post)
+    decision = post.get("decision", "")
+    back = _back_url(post, reverse("workqueue:inbox") + (f"?{post.get('back')}" if post.get("back") else ""))
+    if decision not in bulk.DECISIONS:
+        messages.error(request, "Choose what to do with the selected items: approve, reject, return or fail.")
+        return redirect(back)
+    if not selected:
+        messages.error(request, "Select at least one item first.")
+        return redirect(back)
+    if len(selected) > bulk.MOST_ITEMS:
+        messages.error(request, f"At most {bulk.MOST_ITEMS} items at once; nothing was decided.")
+        return redirect(back)
+    required, _ = note_rule([decision])
+    if required and not post.get("note", "").strip():
+        messages.error(request, f"A note is needed to {presenting.NOTE_VERBS[decision]}: say why, "
+                                "so the people and agents who get the work back know. Nothing was decided.")
+        return redirect(back)
+    snapshots = {item_id: post.get(f"snapshot.{item_id}", "") for item_id in selected}
+    outcomes = bulk.decide_many(identity, selected=selected, snapshots=snapshots, decision=decision,
+                                note=post.get("note", ""), request_id=post.get("request_id") or _request_id())
+    return render(request, "workqueue/bulk_result.html", {
+        "outcomes": outcomes, "summary": bulk.summary(outcomes), "back": back,
+        "action": presenting.DONE_LABELS.get(decision, decision), "kind": "decide",
+    })
+
+
+@operator_view
+@require_POST
+def bulk_cancel(request, identity):
+    """Cancel every selected run with one reason (operators)."""
+    post = request.POST
+    run_ids = _selected(post)
+    back = _back_url(post, reverse("workqueue:runs"))
+    if not run_ids:
+        messages.error(request, "Select at least one run first.")
+        return redirect(back)
+    if len(run_ids) > bulk.MOST_ITEMS:
+        messages.error(request, f"At most {bulk.MOST_ITEMS} runs at once; nothing was cancelled.")
+        return redirect(back)
+    if not post.get("reason", "").strip():
+        messages.error(request, "A reason is needed to cancel runs; it is kept with each run. Nothing was cancelled.")
+        return redirect(back)
+    outcomes = bulk.cancel_many(identity, run_ids=run_ids, reason=post["reason"].strip(),
+                                request_id=post.get("request_id") or _request_id())
+    return render(request, "workqueue/bulk_result.html", {
+        "outcomes": outcomes, "summary": bulk.summary(outcomes), "back": back, "action": "Cancelled",
+        "kind": "cancel",
     })
 
 
@@ -381,6 +511,8 @@ def run_list(request, identity):
         "runs": [run_list_entry(run) for run in rows], "next_cursor": next_cursor,
         "processes": [item["name"] for item in catalog], "process": process, "state": state, "states": RUN_STATES,
         "input_filters": input_filters, "paged": bool(query.get("cursor")),
+        "can_cancel": identity.is_operator, "request_id": _request_id(), "back_url": request.get_full_path(),
+        "open_states": [state for state in RUN_STATES if state not in ENDED_STATES],
     })
 
 
@@ -454,6 +586,7 @@ def operators(request, identity):
     overdue_steps, overdue_step_total = selectors.overdue_agent_steps(identity, now=now)
     return render(request, "workqueue/operators.html", {
         "escalations": [presenting.inbox_entry(item, None, now) for item in escalations],
+        "escalation_decisions": bulk.ESCALATION_DECISIONS.items(), "request_id": _request_id(),
         "escalation_total": escalation_total,
         "overdue_items": [presenting.inbox_entry(item, None, now) for item in overdue_items],
         "overdue_item_total": overdue_item_total,

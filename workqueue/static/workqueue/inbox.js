@@ -71,4 +71,57 @@
       window.setTimeout(function () { form.dataset.sent = ""; }, 8000);
     });
   });
+  // Bulk decisions: "select all on this page" (the header checkbox).
+  function bindSelectAll(root) {
+    root.querySelectorAll("[data-select-all]").forEach(function (all) {
+      var form = all.closest("form") || root;
+      var boxes = form.querySelectorAll('input[type="checkbox"][name="items"]');
+      all.addEventListener("change", function () {
+        boxes.forEach(function (box) { box.checked = all.checked; });
+      });
+      boxes.forEach(function (box) {
+        box.addEventListener("change", function () {
+          var checked = Array.prototype.filter.call(boxes, function (b) { return b.checked; }).length;
+          all.checked = checked === boxes.length;
+          all.indeterminate = checked > 0 && checked < boxes.length;
+        });
+      });
+    });
+  }
+  bindSelectAll(document);
+
+  // The inbox refreshes its list by itself, without a full reload, unless the person is busy with
+  // it (a selection, a note being typed, focus inside): then only the counts change.
+  var live = document.getElementById("inbox-live");
+  if (live && window.fetch && window.DOMParser) {
+    var seconds = parseInt(live.getAttribute("data-refresh-seconds"), 10) || 30;
+    var busy = function () {
+      if (live.contains(document.activeElement) && document.activeElement !== document.body) return true;
+      if (live.querySelector('input[name="items"]:checked')) return true;
+      var note = live.querySelector("#bulk-note");
+      return !!(note && note.value);
+    };
+    var refresh = function () {
+      if (document.hidden) return;
+      fetch(live.getAttribute("data-refresh-url"), { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (html) {
+          if (!html) return;
+          var fresh = new DOMParser().parseFromString("<div>" + html + "</div>", "text/html").body.firstChild;
+          fresh.querySelectorAll("[data-live-view-count]").forEach(function (figure) {
+            var tab = document.querySelector('[data-view-count="' + figure.getAttribute("data-live-view-count") + '"]');
+            if (tab) tab.textContent = figure.textContent;
+          });
+          if (busy()) {
+            var counts = live.querySelector(".counts"), freshCounts = fresh.querySelector(".counts");
+            if (counts && freshCounts) counts.replaceWith(freshCounts);
+            return;
+          }
+          live.replaceChildren.apply(live, Array.prototype.slice.call(fresh.childNodes));
+          bindSelectAll(live);
+        })
+        .catch(function () { /* offline for a moment: the next tick tries again */ });
+    };
+    window.setInterval(refresh, seconds * 1000);
+  }
 })();
