@@ -237,6 +237,8 @@ vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="agentprocess@localhost")
 # A worker that takes a notice to send holds it this long; if it dies meanwhile, another sends it.
 NOTICE_SEND_LEASE_SECONDS = env.int("NOTICE_SEND_LEASE_SECONDS", default=300)
+# A person's "summary mail" notices go together once per this many minutes (runs/services/notifications.py).
+NOTICE_DIGEST_MINUTES = env.float("NOTICE_DIGEST_MINUTES", default=60.0)
 
 # --- Celery and the cache ----------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")

@@ -204,3 +204,35 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.kind} by {self.actor}"
+
+
+# --- notification choices (issue 15, point 6; the rules live in runs/services/notifications.py) ---
+
+
+class NoticeKind(models.TextChoices):
+    NEW_WORK = "new_work", "New work for me or my groups"
+    ASSIGNED = "assigned", "An item assigned to me"
+    RETURNED = "returned", "Work returned to me for rework"
+    ESCALATION = "escalation", "An escalation waiting (operators)"
+    OVERDUE = "overdue", "Overdue items"
+
+
+class Delivery(models.TextChoices):
+    IMMEDIATELY = "immediately", "Right away"
+    DIGEST = "digest", "In a summary mail"
+    OFF = "off", "Not at all"
+
+
+class NoticePreference(models.Model):
+    """How one person hears of one kind of notice; no row means the kind's default."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notice_preferences")
+    kind = models.CharField(max_length=32, choices=NoticeKind.choices)
+    delivery = models.CharField(max_length=16, choices=Delivery.choices)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "kind"], name="notice_preference_unique")]
+
+    def __str__(self):
+        return f"{self.kind}: {self.delivery}"

@@ -240,13 +240,21 @@ class IdempotencyRecord(models.Model):
 
 
 class Notice(models.Model):
-    """One message to one person in the outbox (runs/services/outbox.py), written in the same
+    """One thing to tell one person, in the outbox (runs/services/outbox.py), written in the same
     transaction as what it tells, sent and marked by the sweep's worker; kept as the record of
-    what was sent, when, and how many attempts it took."""
+    what was sent, when, and how many attempts it took. A person's rows that are due together go
+    as one mail. An `event` row (new work, an escalation, a return, an assignment) names no one
+    yet: the worker turns it into one row per person who hears of it (runs/services/notifications.py),
+    so the write that caused it pays one INSERT and no look-up."""
+
+    EVENT = "event"  # delivery of a row still to be fanned out to its people
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    kind = models.CharField(max_length=32)  # "overdue"
-    recipient = models.EmailField()
+    kind = models.CharField(max_length=32)  # kernel.models.NoticeKind
+    recipient = models.EmailField(blank=True)  # "" on an event row
+    delivery = models.CharField(max_length=16, default="immediately")  # event, immediately or digest
+    # Why a row ended without a mail of its own: fanned out, or left out (the item was decided first).
+    outcome = models.CharField(max_length=200, blank=True)
     subject = models.CharField(max_length=255)
     body = models.TextField()
     about = models.JSONField(default=list)  # [{run, step, workItem}] the message tells of

@@ -29,7 +29,7 @@ from ..models import (
     WorkItem,
     WorkItemState,
 )
-from . import checks, locks, rundata
+from . import checks, locks, notifications, rundata
 
 SERVER = "server"
 
@@ -84,6 +84,8 @@ class RunContext:
         self._items: list[WorkItem] | None = None
         self._data_changed = False
         self._remove_open_items = False
+        # Steps sent back for rework in this write, {step: {by, note}}: their people hear "returned" (notifications).
+        self._sent_back: dict[str, dict] = {}
 
     # --- loading --------------------------------------------------------------------------
     @classmethod
@@ -396,6 +398,7 @@ class RunContext:
                                   {"decision": "rejected", "note": note, "by": by, "at": clock.iso(self.now)})
         self._set_data_changed()
         if step.on_reject:
+            self._sent_back[step.on_reject] = {"by": by, "note": note}  # notice hook (issue 15)
             self.reject_into(step_id, step.on_reject)
         else:
             self.end(state=RunState.ENDED, outcome="rejected", by=by, note=note)
@@ -416,6 +419,7 @@ class RunContext:
         if step.kind == "task":
             assignment = self._assignment(step)
             if assignment is not None:
+                self._sent_back[step_id] = {"by": by, "note": note}  # notice hook (issue 15)
                 item = self._open_item(step, state, kind="task", group=assignment[0], person=assignment[1])
                 self.record(EventKind.STEP_READY, step_id=step.id, work_item_id=item.id, actor=audit.SERVER,
                             data={"kind": step.kind, "assignedTo": _assigned(item)})
@@ -555,6 +559,9 @@ class RunContext:
                     item.state = WorkItemState.REMOVED
         if self._new_items:
             WorkItem.objects.bulk_create(self._new_items)
+            # Notice hook (issue 15, point 6): at most one INSERT, only for a live run's open items.
+            notifications.queue_work_notices(run, self._new_items, caused_by=self.actor.ref,
+                                             sent_back=self._sent_back, now=self.now)
         audit.write(self.events)
         self.events = []
 

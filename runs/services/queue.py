@@ -17,7 +17,7 @@ from kernel.models import EventKind
 
 from ..models import WorkItem, WorkItemState
 from ..selectors import is_assigned
-from . import locks
+from . import locks, notifications
 
 
 def _open_item(identity: Identity, work_item_id: str) -> WorkItem:
@@ -88,4 +88,5 @@ def assign(*, identity: Identity, work_item_id: str, to: str, now) -> WorkItem:
         item.held_by, item.held_at = target, now
         item.save(update_fields=["held_by", "held_at"])
         _record(EventKind.ITEM_ASSIGNED, identity, item, now, to=target, heldBy=previous)
+        notifications.queue_assigned(item, to=target, by=identity.email, now=now)  # notice hook (issue 15)
     return item
