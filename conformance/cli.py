@@ -1,0 +1,95 @@
+"""python -m conformance URL --agent-token T --person GROUP=TOKEN --person GROUP=TOKEN --operator-token T
+[--transport mcp|rest] [--only NAME[,NAME]] [--junit FILE] [--spec DIR] [--print-publish]"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import report
+from .core import Actor
+from .fixtures import publish_lines
+from .schemas import Schemas
+from .session import Options, Session
+from .transport import make_transport
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="python -m conformance", description=(
+        "Check an agentprocess server (core-2, parallel-1, check-1) through the protocol only."))
+    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--agent-token", action="append", default=[], metavar="T",
+                        help="an agent's bearer token; give two to try claimed_by_other")
+    parser.add_argument("--person", action="append", default=[], metavar="GROUP=TOKEN",
+                        help="a person and the group they are in, at least two: the first group is bound to the "
+                             "runner's role approver (and every role of the spec's fixtures), the second to reviewer")
+    parser.add_argument("--operator-token", metavar="T", help="a person who is an operator")
+    parser.add_argument("--transport", choices=["mcp", "rest"], default="mcp")
+    parser.add_argument("--only", help="comma-separated scenario names (or prefixes such as spec, route)")
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--spec", type=Path, metavar="DIR",
+                        help="the spec folder: its schemas validate every envelope and its fixtures run end to end")
+    parser.add_argument("--schemas", type=Path, metavar="DIR", help="the core-2 JSON Schemas (default DIR/schemas/core-2)")
+    parser.add_argument("--timer-bound", type=float, default=120.0, metavar="S",
+                        help="how late a timer may fire before it fails (default 120 s)")
+    parser.add_argument("--lease-wait-max", type=float, default=15.0, metavar="S",
+                        help="wait out a lease this short or shorter to see it lapse (default 15 s)")
+    parser.add_argument("--print-publish", action="store_true",
+                        help="print the import_process lines that publish the runner's processes, and exit")
+    parser.add_argument("--python", default=".venv/bin/python", help="the python of --print-publish lines")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    people = []
+    for entry in args.person:
+        group, sep, token = entry.partition("=")
+        if not sep or not group or not token:
+            print(f"--person wants GROUP=TOKEN, got {entry!r}", file=sys.stderr)
+            return 2
+        people.append((group, token))
+    if args.spec is not None and not (args.spec / "conformance" / "fixtures").is_dir():
+        print(f"--spec {args.spec}: no conformance/fixtures folder there", file=sys.stderr)
+        return 2
+    if args.print_publish:
+        groups = [g for g, _ in people] or ["<approver-group>", "<reviewer-group>"]
+        for line in publish_lines(groups if len(groups) > 1 else groups * 2, args.spec, args.python):
+            print(line)
+        return 0
+    if not args.agent_token or len(people) < 2 or not args.operator_token:
+        print("needs --agent-token, two --person GROUP=TOKEN in different groups, and --operator-token",
+              file=sys.stderr)
+        return 2
+    schema_folder = args.schemas or (args.spec / "schemas" / "core-2" if args.spec else None)
+    schemas = Schemas(schema_folder)
+    agents = [Actor("agent" if i == 0 else f"agent-{i + 1}", t, "agent") for i, t in enumerate(args.agent_token)]
+    names = ["approver", "reviewer"]
+    persons = [Actor(names[i] if i < 2 else f"person-{i + 1}", token, "person", group=group)
+               for i, (group, token) in enumerate(people)]
+    operator = Actor("operator", args.operator_token, "operator")
+    transport = make_transport(args.transport, args.url)
+    session = Session(transport, schemas, agents, persons, operator,
+                      Options(args.timer_bound, args.lease_wait_max, args.spec))
+    print(f"conformance runner: {args.url} over {args.transport}; "
+          + (f"schemas from {schema_folder}" if schemas.present else
+             "no schemas given (--spec DIR or --schemas DIR): envelopes checked for shape only"), flush=True)
+    began = time.monotonic()
+    only = {name.strip() for name in args.only.split(",")} if args.only else None
+    try:
+        results = session.run(only, progress=lambda r: print(
+            f"  {'skip' if r.skipped else ('pass' if r.passed else 'FAIL')}  {r.name} ({r.checks} checks)", flush=True))
+    finally:
+        transport.close()
+    seconds = time.monotonic() - began
+    print()
+    print(report.table(results))
+    details = report.failures(results)
+    if details:
+        print()
+        print(details)
+    print()
+    print(report.closing(results, args.transport, session.calls, seconds))
+    if args.junit:
+        report.write_junit(args.junit, results, args.transport, seconds)
+    return 0 if all(r.passed for r in results) else 1

@@ -1,0 +1,97 @@
+"""The scenario registry and one run of the runner over one transport."""
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .core import Actor, Context, Result, ScenarioFailed, ScenarioSkipped
+from .schemas import Schemas
+
+PROCESSES = Path(__file__).resolve().parent / "processes"
+CORE_PROCESSES = ["conformance-agent-loop", "conformance-fields", "conformance-decisions", "conformance-waits",
+                  "conformance-wait-missing", "conformance-queue", "conformance-initiator"]
+PROFILE_PROCESSES = {"conformance-parallel": "parallel-1", "conformance-check": "check-1"}
+ROLES = {"approver": 0, "reviewer": 1}  # role name in the runner's processes -> index of --person
+
+
+@dataclass
+class Scenario:
+    name: str
+    run: callable
+    processes: tuple[str, ...] = ()
+    profile: str | None = None
+    always: bool = False  # runs even with --only: later scenarios depend on what it learns
+
+
+SCENARIOS: list[Scenario] = []
+
+
+def scenario(name: str, *, processes=(), profile=None, always=False):
+    def register(function):
+        SCENARIOS.append(Scenario(name, function, tuple(processes), profile, always))
+        return function
+
+    return register
+
+
+@dataclass
+class Options:
+    timer_bound: float = 120.0  # how long a timer may fire late before it is a failure
+    lease_wait_max: float = 15.0  # the longest lease the runner waits out to see it lapse
+    spec: Path | None = None
+
+
+@dataclass
+class Session:
+    transport: object
+    schemas: Schemas
+    agents: list[Actor]
+    people: list[Actor]
+    operator: Actor
+    options: Options
+    described: dict = field(default_factory=dict)
+    published: dict = field(default_factory=dict)  # name -> list_processes item
+    started_runs: list[str] = field(default_factory=list)
+    calls: int = 0
+    extra: list[Scenario] = field(default_factory=list)  # the spec's fixtures, added with --spec
+
+    @property
+    def profiles(self) -> list[str]:
+        return self.described.get("profiles") or []
+
+    def run_one(self, entry: Scenario) -> Result:
+        result = Result(entry.name)
+        began = time.monotonic()
+        context = Context(self, result)
+        try:
+            if entry.profile and self.described and entry.profile not in self.profiles:
+                raise ScenarioSkipped(f"describe does not offer {entry.profile}")
+            missing = [name for name in entry.processes if self.described and name not in self.published]
+            if missing:
+                context.check(False, f"published first: {', '.join(missing)} (see --print-publish)")
+            entry.run(context)
+        except ScenarioSkipped as skip:
+            result.skipped = str(skip)
+        except ScenarioFailed:
+            pass
+        except Exception as error:  # noqa: BLE001 - a runner bug or an answer of an unexpected shape
+            result.failure = result.failure or f"unexpected {type(error).__name__}: {error}"
+            if context.last is not None and result.request is None:
+                result.request, result.answer = context.last.request_text(), context.last.answer_text()
+        result.seconds = time.monotonic() - began
+        return result
+
+    def run(self, only: set[str] | None, progress=None) -> list[Result]:
+        from . import fixtures, scenarios  # scenarios: importing it registers them
+
+        results = []
+        entries = SCENARIOS + fixtures.walk_scenarios(self)
+        for entry in entries:
+            if only and not entry.always and not any(entry.name == o or entry.name.startswith(o + ":") for o in only):
+                continue
+            result = self.run_one(entry)
+            results.append(result)
+            if progress:
+                progress(result)
+        results.append(self.run_one(Scenario("cleanup", scenarios.cleanup, always=True)))
+        return results
