@@ -44,14 +44,17 @@ class GroupChoices(forms.ModelMultipleChoiceField):
 class AddPersonForm(forms.Form):
     """One screen for a new person: who they are, where they work, what they may decide."""
 
-    email = forms.EmailField(label="Email address", help_text="They sign in with it; it is their `person` value.")
+    required_css_class = "required"  # admin shows these labels in bold
+
+    email = forms.EmailField(label="Email address",
+                             help_text="They sign in with it, and a process step names them by it.")
     first_name = forms.CharField(label="First name", max_length=150)
     last_name = forms.CharField(label="Last name", max_length=150, required=False)
     organization = forms.ModelChoiceField(queryset=Organization.objects.order_by("slug"), empty_label=None)
     groups = GroupChoices(queryset=Group.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
                           help_text="The groups whose work items they see and decide.")
     operator = forms.BooleanField(
-        label="Operator", required=False,
+        label="Operator", required=False, label_suffix="",
         help_text="Operators cancel runs, send events, receive escalations and download the audit log.")
 
     def __init__(self, *args, **kwargs):

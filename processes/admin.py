@@ -42,11 +42,14 @@ class ImportForm(forms.Form):
     source = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "class": "source-editor",
                                                           "spellcheck": "false", "wrap": "off"}),
                              required=False, label="PROCESS.md text", strip=False, max_length=MAX_SOURCE_CHARS)
-    upload = forms.FileField(required=False, label="…or upload PROCESS.md")
+    upload = forms.FileField(required=False, label="…or upload PROCESS.md",
+                             help_text="Pasted text is kept with LF line endings; an uploaded file byte for byte.")
 
     def clean(self):
         data = super().clean()
         upload = data.get("upload")
+        if not upload and data.get("source"):
+            data["source"] = textarea_text(data["source"])
         if upload:
             if upload.size > 1024 * 1024:
                 raise forms.ValidationError("PROCESS.md files are at most 1 MiB.")
@@ -57,6 +60,14 @@ class ImportForm(forms.Form):
         if not data.get("source"):
             raise forms.ValidationError("Paste the PROCESS.md text or upload the file.")
         return data
+
+
+def textarea_text(submitted: str, replacing: str | None = None) -> str:
+    """Browsers send every line break of a textarea as CRLF, whatever was typed or pasted: back to
+    LF, unless the text it replaces has CRLF line endings (uploading keeps a file's bytes exactly)."""
+    if replacing is not None and "\r\n" in replacing:
+        return submitted
+    return submitted.replace("\r\n", "\n")
 
 
 def _issues_html(issues):
@@ -160,13 +171,17 @@ class ProcessDraftAdmin(admin.ModelAdmin):
         roles = obj.roles if obj else []
         groups = sorted(
             obj.organization.group_links.values_list("group__name", flat=True)) if obj else []
+        # A new version usually keeps who decides: unbound roles start from the current version's groups.
+        latest = self._latest(obj) if roles else None
+        current = latest.bindings if latest else {}
         fields = {
             f"bind__{role}": forms.CharField(
                 required=False,
                 label=f"Group for role “{role}”",
-                initial=(obj.bindings or {}).get(role, ""),
+                initial=(obj.bindings or {}).get(role) or current.get(role, ""),
                 help_text="An existing group of this organization, or a new name to create it. "
-                          f"Existing: {', '.join(groups) or 'none'}.",
+                          f"Existing: {', '.join(groups) or 'none'}."
+                          + (f" Version {latest.number} binds it to {current[role]}." if role in current else ""),
             )
             for role in roles
         }
@@ -198,6 +213,8 @@ class ProcessDraftAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # A form without the field (a script, the publish action) leaves the text as it is.
         edited = form.cleaned_data.get("edited_source") if "edited_source" in form.data else None
+        if edited is not None:
+            edited = textarea_text(edited, replacing=obj.source)
         if edited is not None and edited != obj.source:
             revised = revise_draft(draft=obj, source=edited, actor=audit.Actor.admin(request.user))
             obj.name, obj.source, obj.issues, obj.roles = revised.name, revised.source, revised.issues, revised.roles

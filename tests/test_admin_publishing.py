@@ -160,6 +160,9 @@ def test_admin_importing_and_publishing_an_unchanged_file_creates_no_version(adm
     draft, page = admin_import(admin_client, ONBOARDING_TEXT)
     assert "Unchanged, version 1 is current: supplier-onboarding has this content hash" in page
     assert "<strong>Unchanged</strong>: this file’s content hash equals" in page
+    # Who decides starts from the current version's bindings.
+    assert re.search(r'<input type="text" name="bind__finance-approver" value="finance"', page)
+    assert "Version 1 binds it to finance." in page
 
     published = admin_client.post(draft_url(draft), {"bind__finance-approver": "finance", "_publish": "1"},
                                   follow=True).content.decode()
@@ -288,12 +291,30 @@ def still_issues(text: str) -> list[str]:
     return format_issues(text, "supplier-onboarding")[2]
 
 
-def test_editing_keeps_the_text_exactly_as_typed(admin_client):
+def test_editing_keeps_the_text_as_typed_and_the_line_endings_of_the_draft(admin_client):
+    """A browser sends a textarea's line breaks as CRLF: an LF draft stays LF, a CRLF one CRLF."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
     draft, _page = admin_import(admin_client, BROKEN)
-    crlf = "  " + ONBOARDING_TEXT.replace("\n", "\r\n")  # leading spaces: an issue, kept as typed
-    admin_client.post(draft_url(draft), {"edited_source": crlf, "_continue": "1"})
+    typed = "  " + ONBOARDING_TEXT + "\n\n"  # leading spaces (an issue) and trailing lines, kept as typed
+    admin_client.post(draft_url(draft), {"edited_source": typed.replace("\n", "\r\n"), "_continue": "1"})
     draft.refresh_from_db()
-    assert draft.source == crlf
+    assert draft.source == typed
+
+    crlf = BROKEN.replace("\n", "\r\n")
+    admin_client.post(reverse("admin:processes_processdraft_import"),
+                      {"upload": SimpleUploadedFile("PROCESS.md", crlf.encode())})
+    uploaded = ProcessDraft.objects.latest("pk")
+    assert uploaded.source == crlf  # an upload keeps the file's bytes
+    fixed = ONBOARDING_TEXT.replace("\n", "\r\n")
+    admin_client.post(draft_url(uploaded), {"edited_source": fixed, "_continue": "1"})
+    uploaded.refresh_from_db()
+    assert uploaded.source == fixed and uploaded.issues == []
+
+
+def test_pasted_text_is_kept_with_lf_line_endings(admin_client):
+    draft, _page = admin_import(admin_client, ONBOARDING_TEXT.replace("\n", "\r\n"))
+    assert draft.source == ONBOARDING_TEXT  # the trailing newline too: nothing is stripped
 
 
 def test_a_published_draft_is_no_longer_edited(admin_client, org, publish):
@@ -344,3 +365,115 @@ def test_the_diff_numbers_lines_as_an_editor_does():
     only_endings = source_diff("a\nb\n", "a\r\nb\r\n")
     assert only_endings.hunks == () and only_endings.endings_only and not only_endings.unchanged
     assert source_diff("a\n", "a\n").unchanged
+
+
+# --- the version page in real Chromium, at desktop and phone width ----------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+LONG_LINE = "A line far wider than a phone: " + "vendor-register-lookup " * 12
+WIDE = INDENTED.replace("name: indented-review", "name: wide-review").replace(
+    "# Indented review", f"# Wide review\n\n{LONG_LINE.strip()}\n\n    {LONG_LINE.strip()}")
+
+EDITED = WIDE.replace("  - id: done", "  - id: done  # kept as typed").replace("New line.", "") + "\n  indented tail\n"
+
+# Everything the page draws outside its scrolling boxes (the admin's own tables, the source, the
+# map) must fit the viewport: the right edge of each such element.
+OVERFLOWING = """() => {
+  const width = document.documentElement.clientWidth;
+  const inScroller = (el) => el.closest('table, .table-scroll, pre, .version-map, textarea, #nav-sidebar');
+  return [...document.querySelectorAll('#container *')]
+    .filter((el) => !inScroller(el) || el.matches('.table-scroll, pre, .version-map, textarea'))
+    .filter((el) => el.getClientRects().length && el.getBoundingClientRect().right > width + 0.5)
+    .map((el) => `${el.tagName.toLowerCase()}.${el.className} right=${Math.round(el.getBoundingClientRect().right)}`);
+}"""
+
+
+def _shoot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+@pytest.mark.browser
+@pytest.mark.live
+def test_the_version_page_in_chromium_at_1280_and_390_px(live_server_url, org, publish, agent, settings):
+    import os
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    from kernel.organizations import create_person
+
+    # A hash the server process can check (the test settings hash with MD5, which it does not list).
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    create_person(org, "root@example.com", password="admin-pass-1", superuser=True)
+    version = publish(WIDE)
+    for name in ("Acme", "Globex"):
+        agent.ok("start_run", process="wide-review", inputs={"vendorName": name})
+    draft = import_draft(organization=org, source=WIDE.replace("2.   Check", "2.   Re-check") + "\nNew line.\n")
+    url, draft_page = f"{live_server_url}{version_url(version)}", f"{live_server_url}{draft_url(draft)}"
+
+    found, shots, csp_errors = {}, [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for width in (1280, 390):
+                context = browser.new_context(viewport={"width": width, "height": 900})
+                page = context.new_page()
+                page.on("console", lambda message: csp_errors.append(message.text)
+                        if "Content Security Policy" in message.text else None)
+                page.goto(f"{live_server_url}/admin/login/?next={version_url(version)}")
+                page.fill("#id_username", "root@example.com")
+                page.fill("#id_password", "admin-pass-1")
+                page.click("input[type=submit]")
+                page.wait_for_url(url)
+                source = page.locator("pre.source-verbatim[aria-label=\"PROCESS.md as stored\"]")
+                found[width] = {
+                    "text": source.text_content(),
+                    "style": source.evaluate("el => [getComputedStyle(el).whiteSpace, getComputedStyle(el).fontFamily]"),
+                    "scrolls": source.evaluate("el => el.scrollWidth > el.clientWidth"),
+                    "overflowing": page.evaluate(OVERFLOWING),
+                    "page_width": page.evaluate("document.documentElement.scrollWidth"),
+                    "source_box": source.bounding_box(),
+                    "body_box": page.locator(".process-body").bounding_box(),
+                    "map_visible": page.locator("figure.version-map svg.apmap").is_visible(),
+                    "runs": page.locator(".field-runs a").text_content(),
+                }
+                shots.append(_shoot(page, f"admin-version-{width}"))
+                page.goto(draft_page)
+                found[width]["diff_rows"] = page.locator(".source-diff tr.diff-added").count()
+                found[width]["draft_overflowing"] = page.evaluate(OVERFLOWING)
+                found[width]["editor_width"] = page.locator("textarea.source-editor").bounding_box()["width"]
+                shots.append(_shoot(page, f"admin-draft-{width}"))
+                if width == 1280:  # edited in place in a real browser, which sends CRLF line breaks
+                    page.fill("textarea.source-editor", EDITED)
+                    page.click("input[name=_continue]")
+                    page.wait_for_load_state()
+                    found[width]["saved_message"] = page.locator("ul.messagelist").inner_text()
+                page.goto(f"{live_server_url}{reverse('admin:agentprocess_member_add')}")
+                found[width]["people_overflowing"] = page.evaluate(OVERFLOWING)
+                shots.append(_shoot(page, f"admin-add-person-{width}"))
+                context.close()
+        finally:
+            browser.close()
+
+    for width, seen in found.items():
+        assert seen["text"] == WIDE, width  # verbatim: every space, every line
+        assert seen["style"][0] == "pre" and "monospace" in seen["style"][1], seen["style"]
+        assert seen["overflowing"] == seen["draft_overflowing"] == seen["people_overflowing"] == [], (width, seen)
+        assert seen["page_width"] <= width, (width, seen["page_width"])
+        assert seen["map_visible"] and seen["runs"] == "2 runs"
+        assert seen["diff_rows"] == 3  # the changed line, the blank line and the new one
+        assert seen["editor_width"] <= width
+    assert found[390]["scrolls"]  # the long line scrolls inside its box on a phone
+    desktop, phone = found[1280], found[390]
+    assert abs(desktop["source_box"]["y"] - desktop["body_box"]["y"]) < 80  # side by side
+    assert desktop["body_box"]["x"] > desktop["source_box"]["x"] + desktop["source_box"]["width"] - 1
+    assert phone["body_box"]["y"] > phone["source_box"]["y"] + phone["source_box"]["height"] - 1  # stacked
+    assert csp_errors == []
+    draft.refresh_from_db()
+    assert (draft.source, draft.issues) == (EDITED, [])
+    assert "Saved and validated again: no issues." in desktop["saved_message"]
+    assert all(path.stat().st_size > 10_000 for path in shots)
