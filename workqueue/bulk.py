@@ -50,6 +50,17 @@ class Outcome:
         return OUTCOME_LABELS.get(self.outcome, self.outcome)
 
 
+def business_key(run) -> str:
+    """What people call the run: its first text input (the vendor, the invoice), else the process."""
+    first = next((value for value in (run.inputs or {}).values() if isinstance(value, str) and value.strip()), None)
+    return f"{first[:80]} ({run.process_name})" if first else run.process_name
+
+
+def needing_attention_first(outcomes: list["Outcome"]) -> list["Outcome"]:
+    """The items a person must look at again on top; within each group, the order selected."""
+    return sorted(outcomes, key=lambda outcome: outcome.outcome in ("applied", "cancelled"))
+
+
 def _outcome_of(error: dict) -> str:
     code, issues = error["code"], error.get("issues") or []
     if code == "conflict":
@@ -71,7 +82,7 @@ def decide_many(identity, *, selected: list[str], snapshots: dict[str, str], dec
         if item is None:
             outcomes.append(Outcome(item_id, None, item_id, "not_found", "No such work item in your organization."))
             continue
-        title = f"{humanize(item.step_id)} · {item.run.process_name}"
+        title = f"{humanize(item.step_id)} – {business_key(item.run)}"
         arguments = {"runId": item.run_id, "workItemId": item.pk, "decision": decision,
                      "snapshot": snapshots.get(item_id, ""), "requestId": f"{request_id}.{item_id}"}
         if note.strip():
@@ -87,16 +98,16 @@ def decide_many(identity, *, selected: list[str], snapshots: dict[str, str], dec
             item.refresh_from_db(fields=["decided_by", "decided_at", "decision"])
             outcome.decided_by, outcome.decided_at = item.decided_by, item.decided_at
         outcomes.append(outcome)
-    return outcomes
+    return needing_attention_first(outcomes)
 
 
 def cancel_many(identity, *, run_ids: list[str], reason: str, request_id: str) -> list[Outcome]:
     """Cancel each selected run with one reason (operators); one Outcome per run."""
-    names = dict(Run.objects.filter(organization=identity.organization, pk__in=run_ids)
-                 .values_list("pk", "process_name"))
+    runs = Run.objects.filter(organization=identity.organization, pk__in=run_ids).only("inputs", "process_name")
+    names = {run.pk: business_key(run) for run in runs}
     outcomes = []
     for run_id in run_ids:
-        title = f"{names.get(run_id, 'Unknown process')} · run {run_id}"
+        title = names.get(run_id, f"Run {run_id}")
         envelope = call_tool(identity, "cancel", {"runId": run_id, "reason": reason,
                                                   "requestId": f"{request_id}.{run_id}"})
         if envelope["ok"]:
@@ -105,7 +116,7 @@ def cancel_many(identity, *, run_ids: list[str], reason: str, request_id: str) -
             error = envelope["error"]
             outcomes.append(Outcome(run_id, run_id, title, _outcome_of(error), error["message"],
                                     list(error.get("issues") or [])))
-    return outcomes
+    return needing_attention_first(outcomes)
 
 
 def summary(outcomes: list[Outcome]) -> list[tuple[str, str, int]]:

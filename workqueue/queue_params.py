@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from django.http import QueryDict
 
 from .forms import parse_number, value_from_text
+from .templatetags.workqueue_tags import field_label
 from .selectors import HELD_FILTERS, KIND_FILTERS, MODES, RANGE_KINDS, SORTS, VIEWS, InboxFilters, InputFilter
 
 # Parameters that belong to one request, not to the view.
@@ -74,7 +75,7 @@ def read_filters(query, declared_inputs_of) -> tuple[InboxFilters, list[dict], l
             continue
         value, problem = _typed(field["type"], text)
         if problem:
-            where = f"{field['name']}" + (f" ({field['range']})" if field["range"] else "")
+            where = field_label(field["name"]) + (f" ({field['range']})" if field["range"] else "")
             problems.append(f"{where}: {problem}; that filter was left out.")
             field["error"] = problem
         else:

@@ -6,6 +6,7 @@ event loop in this thread, so Django's async-safety check must be told the ORM c
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,20 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
 PASSWORD = "correct-horse-42"
+# Screenshots the tests take for people to look at (not committed: var/ is ignored).
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "artifacts" / "screenshots"
+
+
+def screenshot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def horizontal_overflow(page) -> int:
+    """How many CSS pixels the page is wider than its viewport (0: no sideways scrolling)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The work queue in real Chromium (issue 15, "Done when"): two members of one group open the same
 item, one takes it, the other sees who holds it; an operator assigns an item to a named person,
-who finds it marked as theirs in the inbox."""
+who finds it under Mine."""
 
 import re
 
@@ -50,3 +50,11 @@ def test_take_shows_the_holder_to_the_group_and_an_operator_assigns(server, new_
     assert "Assigned to li@example.com." in ops.inner_text(".messages")
     li.goto(f"{server}/")
     assert "You are on it" in li.locator(f'tr[data-work-item="{items[1]}"]').inner_text()
+    li.get_by_role("link", name=re.compile(r"^Mine")).click()
+    li.wait_for_url(re.compile(r"\?view=mine$"))
+    assert [row.get_attribute("data-work-item") for row in li.locator("tr.inbox-row").all()] == [items[1]]
+    assert li.locator('[data-view-count="mine"]').inner_text() == "1"
+    # Mira's taken item is not in My groups for Li (held), the assigned one neither.
+    li.get_by_role("link", name=re.compile(r"^My groups")).click()
+    li.wait_for_url(re.compile(r"\?view=groups$"))
+    assert li.locator("tr.inbox-row").count() == 0

@@ -1,6 +1,7 @@
 """Template filters of the inbox. Every one returns plain text, so auto-escaping applies."""
 
 import datetime as dt
+import re
 
 from django import template
 
@@ -37,6 +38,14 @@ def pretty(value) -> str:
 @register.filter
 def humanize(value) -> str:
     return humanize_id(value) if value else ""
+
+
+@register.filter
+def field_label(name) -> str:
+    """A field's key as people read it: `vendorName` and `vendor_name` read "Vendor name"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name or ""))
+    words = re.sub(r"[_-]+", " ", spaced).strip().lower()
+    return words[:1].upper() + words[1:]
 
 
 @register.filter

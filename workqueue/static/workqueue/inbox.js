@@ -71,6 +71,11 @@
       window.setTimeout(function () { form.dataset.sent = ""; }, 8000);
     });
   });
+  // Panels that are folded on phones open by themselves on wider screens.
+  if (window.matchMedia && window.matchMedia("(min-width: 641px)").matches) {
+    document.querySelectorAll("details[data-open-wide]").forEach(function (panel) { panel.open = true; });
+  }
+
   // Bulk decisions: "select all on this page" (the header checkbox).
   function bindSelectAll(root) {
     root.querySelectorAll("[data-select-all]").forEach(function (all) {
