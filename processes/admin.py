@@ -124,7 +124,7 @@ def diff_html(diff: SourceDiff, *, old_label: str, new_label: str) -> str:
 class ProcessDraftAdmin(admin.ModelAdmin):
     list_display = ("id", "name", "organization", "issue_count", "unbound", "published_version", "created_at")
     list_filter = ("organization",)
-    list_select_related = ("organization", "published_version")
+    list_select_related = ("organization", "published_version__process")  # str(version) names its process
     readonly_fields = ("organization", "name", "folder_name", "issue_list", "against_current", "requires",
                        "source_text", "changes", "published_version", "created_by", "created_at")
     actions = ("publish_selected",)

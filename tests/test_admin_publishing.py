@@ -477,3 +477,18 @@ def test_the_version_page_in_chromium_at_1280_and_390_px(live_server_url, org, p
     assert (draft.source, draft.issues) == (EDITED, [])
     assert "Saved and validated again: no issues." in desktop["saved_message"]
     assert all(path.stat().st_size > 10_000 for path in shots)
+
+
+def test_the_draft_list_costs_the_same_queries_with_many_published_drafts(admin_client, publish,
+                                                                           django_assert_max_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    publish(ONBOARDING_TEXT, {"finance-approver": "finance"})
+    with CaptureQueriesContext(connection) as few:
+        admin_client.get(reverse("admin:processes_processdraft_changelist"))
+    for number in range(2, 7):
+        publish(ONBOARDING_TEXT + "\n" * number, {"finance-approver": "finance"})
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        page = admin_client.get(reverse("admin:processes_processdraft_changelist")).content.decode()
+    assert "supplier-onboarding v6" in page
