@@ -22,8 +22,6 @@ from tests.support.chat_server import ChatServer
 from tests.support.live import ROOT, database_url, start_live_server
 from tests.support.spec import SPEC, spec_present
 
-pytestmark = [pytest.mark.postgres, pytest.mark.live]
-
 APPROVERS, REVIEWERS = "conformance-approvers", "conformance-reviewers"
 LEASE_SECONDS = "4"  # short, so the runner waits a lease out and sees its handoff
 # The evaluator's answers for the check-1 processes: the runner's three probes (one passes, one is
@@ -145,6 +143,8 @@ def verdicts(junit: Path) -> dict[str, tuple[str, str | None]]:
     return found
 
 
+@pytest.mark.postgres
+@pytest.mark.live
 def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_path):
     spec = spec_present()
     if not spec:
@@ -181,6 +181,8 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
     assert counts["mcp"] == counts["rest"], closing
 
 
+@pytest.mark.postgres
+@pytest.mark.live
 def test_the_runner_names_the_scenario_a_broken_build_fails(transactional_db, tmp_path):
     """tests/support/broken_settings.py accepts values outside one_of; the runner's `fields`
     scenario says so by name, and scenarios that do not touch one_of still pass."""
