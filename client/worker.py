@@ -167,7 +167,7 @@ class Worker:
         for thread in threads:
             thread.start()
         self._log(logging.INFO, "worker started", "worker_started", concurrency=self.concurrency,
-                  process=self.process, transport=self.client.transport.name)
+                  forProcess=self.process, transport=self.client.transport.name)
         try:
             self._dispatch(until_idle)
         finally:
@@ -276,7 +276,7 @@ class Worker:
 
     def _work(self, handler: Handler, job: _Job, index: int) -> None:
         item = job.item
-        ids = {"runId": item.run_id, "stepId": item.step_id, "thread": index}
+        ids = {"runId": item.run_id, "stepId": item.step_id, "slot": index}
         if self._stop.is_set():
             return
         try:
