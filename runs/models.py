@@ -269,7 +269,7 @@ class Notice(models.Model):
                                 condition=Q(sent_at__isnull=True))]
 
     def __str__(self):
-        return f"{self.kind} to {self.recipient}"
+        return f"{self.kind} to {self.recipient or 'the people it concerns'}"
 
 
 

@@ -168,6 +168,10 @@ def test_a_test_run_tells_no_one(team):
     assert sweep(minutes(60 * 24)).overdue == 1  # the approval is overdue, and still no one hears
     assert mail.outbox == []
     assert not Notice.objects.exists()
+    item = open_item(team["fin"], run_id, "approve_payment")["id"]
+    queue.assign(identity=team["ops"].identity, work_item_id=item, to="fin@example.com", now=minutes(60 * 24))
+    assert deliver(minutes(60 * 24)) == {}
+    assert list(Notice.objects.values_list("delivery", "outcome")) == [("event", "a test run: no one is told")]
 
 
 def test_work_made_by_my_own_action_is_not_news_to_me(publish, make_person):
@@ -424,3 +428,52 @@ def test_no_one_of_another_organization_hears_of_this_ones_work(team, make_perso
         start(team)
     assert sorted(deliver(minutes(60))) == ["clerk1@example.com", "clerk2@example.com"]
     assert not Notice.objects.filter(recipient="stranger@other.example").exists()
+
+
+CHECKED_TASK = """---
+name: checked-task
+description: A person's task with a check.
+steps:
+  - id: write_note
+    person: writers
+    task: Write the release note.
+    output: { note: string }
+    check: The note names the version.
+  - id: done
+    finish: written
+---
+Checked task.
+"""
+
+
+def test_a_check_unsure_of_a_persons_task_waits_for_operators_and_comes_back_to_that_person(
+        settings, publish, make_person, make_agent):
+    """check-1: an unsure verdict escalates to the operators; returned, the task goes back to the
+    person who completed it (right away, with the note), and to the rest of the group as new work."""
+    from tests.support.chat_server import ChatServer
+
+    server = ChatServer().start()
+    try:
+        settings.CHECK_EVALUATOR_URL, settings.CHECK_EVALUATOR_MODEL = server.url, "scripted-evaluator-1"
+        settings.CHECK_FAIL = 0.3  # between fail and pass: unsure
+        server.script["The note names the version."] = {"yes": 0.62}
+        publish(CHECKED_TASK, {"writers": "writers"})
+        writer = make_person("w1@example.com", groups=["writers"])
+        make_person("w2@example.com", groups=["writers"])
+        ops = make_person("ops@example.com", operator=True)
+        with clock.frozen(minutes(1)):
+            run_id = make_agent("starter").ok("start_run", process="checked-task", inputs={})["run"]["id"]
+            decide(writer, run_id, "write_note", "completed", output={"note": "Fixed bugs."})
+        sent = deliver(minutes(60))
+        assert sorted(sent) == ["ops@example.com"]  # the first task item was decided: left out for w1, w2
+        assert sent["ops@example.com"][0].subject == "Escalation waiting: Write note in checked-task"
+        assert "The check was unsure about this submission" in sent["ops@example.com"][0].body
+        with clock.frozen(minutes(61)):
+            decide(ops, run_id, "write_note", "returned", note="Name the version, e.g. 2.1.")
+        sent = deliver(minutes(61))
+        assert sorted(sent) == ["w1@example.com"]
+        assert sent["w1@example.com"][0].subject == "Returned to you for rework: Write note in checked-task"
+        assert "Sent back by ops@example.com: \u201cName the version, e.g. 2.1.\u201d" in sent["w1@example.com"][0].body
+        assert [m.subject for m in deliver(minutes(120))["w2@example.com"]] == ["New work: Write note in checked-task"]
+    finally:
+        server.stop()
