@@ -303,3 +303,46 @@ def test_a_person_path_that_resolves_to_nobody_fails_the_run(publish, agent):
     assert do["data"]["steps"]["review"]["by"] == "server"
     assert do["run"]["ended"]["note"] == \
         'person: inputs.incidentOwner is "ghost@example.com", who is not a person in this organization'
+
+
+ALTERNATIVE_ROUTE = """---
+name: triage-and-confirm
+description: An agent triages; a person confirms the fix or sends it to the handoff route.
+inputs:
+  ticket: string
+steps:
+  - id: triage
+    agent: Triage the ticket and choose the route.
+    output:
+      diagnosis: string
+    next: [confirm, handoff]
+  - id: handoff
+    person: support
+    task: Hand the ticket to tier 1 with the diagnosis.
+    next: closed
+  - id: confirm
+    person: support
+    approve: Confirm the fix worked.
+    on_reject: handoff
+  - id: closed
+    finish: closed
+---
+Triage, then confirm or hand off.
+"""
+
+
+def test_rejecting_into_a_step_never_reached_moves_nothing_to_history(publish, agent, make_person):
+    """§3.1: "every step completed after the returned-to step, other than the rejecting approval
+    itself, moves its current fields into history". A returned-to step the run never reached has no
+    step completed after it: the triage stays current, so the person doing the handoff reads it."""
+    publish(ALTERNATIVE_ROUTE, {"support": "support"})
+    person = make_person("sam@example.com", groups=["support"])
+    run_id = agent.ok("start_run", process="triage-and-confirm", inputs={"ticket": "T-1"})["run"]["id"]
+    token = agent.ok("claim", runId=run_id, stepId="triage")["token"]
+    agent.ok("submit", token=token, output={"diagnosis": "Cache stale"}, next="confirm", reason="Fixed by a purge.",
+             summary="Purged the cache.")
+    view = decide(person, run_id, "confirm", "rejected", note="Still broken for EU users.")
+    assert states(view)["handoff"] == "waiting" and states(view)["triage"] == "done"
+    triage = view["data"]["steps"]["triage"]
+    assert triage["output"] == {"diagnosis": "Cache stale"} and triage.get("history", []) == []
+    assert view["data"]["steps"]["confirm"]["note"] == "Still broken for EU users."

@@ -471,10 +471,17 @@ class RunContext:
 
     def reject_into(self, approval_id: str, target_id: str) -> None:
         """Rework (spec §3.1; parallel-1 §3): steps completed since the target became ready move to
-        history and show null, except the rejecting approval; then the target is ready again."""
+        history and show null, except the rejecting approval; then the target is ready again. A
+        target never reached has nothing completed after it: nothing moves."""
         target = self.step(target_id)
-        since = self.states[target_id].activated_seq or 0
         retired = []
+        since = self.states[target_id].activated_seq
+        if since is None:
+            # A target the run never reached (an alternative route): nothing completed after it,
+            # so nothing moves to history; the work already done stays readable to its new worker.
+            self.record(EventKind.REWORK, step_id=approval_id, data={"to": target_id, "movedToHistory": retired})
+            self.activate(target_id)
+            return
         scope = [s for s in self.definition.steps if s.branch == target.branch] if target.parallel else self.definition.steps
         for step in scope:
             state = self.states[step.id]
