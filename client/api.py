@@ -95,9 +95,10 @@ class Client:
         self.transport.close()
 
     # --- the one call path --------------------------------------------------------------------
-    def call(self, tool: str, arguments: dict | None = None) -> Any:
+    def call(self, tool: str, arguments: dict | None = None, *, interrupt: threading.Event | None = None) -> Any:
         """Call a tool by name; returns the envelope's `data` or raises the typed error. A write
-        without `requestId` gets one; retries keep it."""
+        without `requestId` gets one; retries keep it. `interrupt`, once set, ends the retries
+        early (`Unreachable`): a caller that is shutting down does not wait out the budget."""
         arguments = dict(arguments or {})
         if tool in WRITES and not arguments.get("requestId"):
             arguments["requestId"] = new_request_id()
@@ -122,7 +123,8 @@ class Client:
                 cause = f"retry: {error.get('message', '')}"
             attempt += 1
             pause = policy.delay(attempt)
-            if attempt >= policy.attempts or time.monotonic() - started + pause > policy.deadline:
+            if attempt >= policy.attempts or time.monotonic() - started + pause > policy.deadline \
+                    or (interrupt is not None and interrupt.is_set()):
                 if envelope is not None:
                     raise errors.error_from_envelope(envelope["error"], tool=tool, request_id=request_id)
                 raise errors.Unreachable(f"{tool}: no answer after {attempt} attempts ({cause})",
@@ -130,7 +132,10 @@ class Client:
             log.warning("retrying with the same requestId", extra={
                 "event": "call_retry", "tool": tool, "requestId": request_id, "attempt": attempt,
                 "cause": cause, "pause": round(pause, 3)})
-            time.sleep(pause)
+            if interrupt is not None:
+                interrupt.wait(pause)
+            else:
+                time.sleep(pause)
 
     # --- the 14 tools ---------------------------------------------------------------------------
     def describe(self) -> Description:
@@ -155,9 +160,10 @@ class Client:
     def get_run(self, run_id: str) -> RunView:
         return RunView.from_json(self.call("get_run", {"runId": run_id}))
 
-    def get_work(self, *, limit: int | None = None, cursor: str | None = None, process: str | None = None) -> Page:
+    def get_work(self, *, limit: int | None = None, cursor: str | None = None, process: str | None = None,
+                 interrupt: threading.Event | None = None) -> Page:
         """A page of work: `ReadyStep`s for an agent, `PersonWork` items for a person."""
-        data = self.call("get_work", _given(limit=limit, cursor=cursor, process=process))
+        data = self.call("get_work", _given(limit=limit, cursor=cursor, process=process), interrupt=interrupt)
         return Page([work_from_json(item) for item in data["items"]], data.get("nextCursor"))
 
     def claim(self, run_id: str, step_id: str, *, request_id: str | None = None) -> Claim:

@@ -14,6 +14,7 @@ import threading
 import time
 
 from . import errors
+from .api import new_request_id
 from .types import Claim
 
 log = logging.getLogger("client.lease")
@@ -36,6 +37,7 @@ class LeaseKeeper:
         self._lease_seconds = lease_seconds  # describe.leaseSeconds: a bound on a skewed clock
         self._progress: str | None = None
         self._progress_sent: str | None = None
+        self._unanswered: tuple[str, str | None] | None = None  # (requestId, progress) of a renewal in doubt
         self._lock = threading.Lock()  # held while a renewal is in flight
         self._stop = threading.Event()
         self.lost: errors.ToolError | errors.ClientError | None = None
@@ -75,16 +77,25 @@ class LeaseKeeper:
                     return
 
     def _renew(self, progress: str | None) -> None:
+        # A renewal that got no answer may have been applied (and the token replaced): the next
+        # try repeats it with the same requestId and progress, so a replay hands over that token.
+        request_id, progress = self._unanswered or (new_request_id(), progress)
+        self._unanswered = None
         try:
-            renewal = self.client.renew(self._token, progress=progress)
+            renewal = self.client.renew(self._token, progress=progress, request_id=request_id)
         except (errors.Stale, errors.Conflict, errors.Forbidden, errors.NotFound, errors.Invalid) as error:
             self.lost = error
             log.warning("lease lost", extra={"event": "lease_lost", "runId": self.run_id, "stepId": self.step_id,
                                              "code": error.code, "issues": error.issues})
             return
-        except errors.ClientError as error:  # the server stayed away past the retry budget: try again later
+        except (errors.Unreachable, errors.Retry) as error:  # away past the retry budget: try again later
+            self._unanswered = (request_id, progress)
             log.warning("renewal failed", extra={"event": "renew_failed", "runId": self.run_id,
                                                  "stepId": self.step_id, "cause": str(error)})
+            return
+        except errors.ClientError as error:  # an answer this client cannot read: keep the lease, say so
+            log.error("renewal failed", extra={"event": "renew_failed", "runId": self.run_id,
+                                               "stepId": self.step_id, "cause": str(error)})
             return
         self._token, self._expires_at, self._received = renewal.token, renewal.expires_at, time.monotonic()
         self._progress_sent = progress

@@ -2,7 +2,8 @@
 a 2-second lease: renewal while a slow handler works, not_accepted handed back to the handler,
 escalation, a failing handler releasing its step, SIGTERM in a subprocess (finish, or release after
 the grace time), the example agents, and the done-when: 1,002 steps of bench-three-steps by 8
-threads while the server is killed and restarted on the same port, every step completed once."""
+threads while the server is killed and restarted on the same port, every step completed once
+(and 120 steps so over MCP)."""
 
 import collections
 import json
@@ -306,9 +307,7 @@ def test_the_chat_example_does_a_step_with_an_openai_compatible_endpoint(live_se
 
 # --- the done-when of issue 17 --------------------------------------------------------------------
 
-RUNS = 334  # three steps each: 1,002 steps
 WORKERS = 8
-KILL_AFTER = 300  # completed steps before the server is killed
 
 
 def bench_handler(step) -> Submission:
@@ -319,8 +318,12 @@ def bench_handler(step) -> Submission:
     return Submission(output=output, summary=f"Did {step.step_id} of {step.inputs['reference']}.", evidence=evidence)
 
 
-def test_1000_steps_by_8_workers_through_a_server_restart_each_completed_exactly_once(
-        transactional_db, publish, make_agent, tmp_path, events):
+@pytest.mark.parametrize(("transport", "runs", "kill_after"), [
+    pytest.param("rest", 334, 300, id="rest-1002-steps"),  # the done-when: three steps a run
+    pytest.param("mcp", 40, 40, id="mcp-120-steps"),       # the SDK session opened again after the restart
+])
+def test_8_workers_through_a_server_restart_complete_every_step_exactly_once(
+        transactional_db, publish, make_agent, tmp_path, events, transport, runs, kill_after):
     """The server is SIGKILLed mid-stream and started again on the same port; the worker rides it
     out with its retries (same requestIds) and every step is completed exactly once."""
     from django.db import connection
@@ -340,8 +343,8 @@ def test_1000_steps_by_8_workers_through_a_server_restart_each_completed_exactly
     try:
         started = time.monotonic()
         run_ids = start_runs(server.url, agent.token, "bench-three-steps",
-                             [{"reference": f"ref-{index}", "amount": index} for index in range(RUNS)])
-        worker = Worker(server.url, agent.token, concurrency=WORKERS, poll_seconds=0.1,
+                             [{"reference": f"ref-{index}", "amount": index} for index in range(runs)])
+        worker = Worker(server.url, agent.token, transport=transport, concurrency=WORKERS, poll_seconds=0.1,
                         retry=RetryPolicy(attempts=200, base=0.05, cap=0.5, deadline=90))
         outcome: dict = {}
 
@@ -351,7 +354,7 @@ def test_1000_steps_by_8_workers_through_a_server_restart_each_completed_exactly
         thread = threading.Thread(target=work)
         runs_started = time.monotonic() - started
         thread.start()
-        while worker.stats.completed < KILL_AFTER and thread.is_alive():
+        while worker.stats.completed < kill_after and thread.is_alive():
             time.sleep(0.01)
         completed_at_kill = worker.stats.completed
         killed_at = time.monotonic()
@@ -373,16 +376,16 @@ def test_1000_steps_by_8_workers_through_a_server_restart_each_completed_exactly
             first.__exit__(None, None, None)
 
     stats = outcome["stats"]
-    assert 0 < completed_at_kill < RUNS * 3
-    assert stats.completed == RUNS * 3 and (stats.lease_lost, stats.failed, stats.released) == (0, 0, 0)
+    assert 0 < completed_at_kill < runs * 3
+    assert stats.completed == runs * 3 and (stats.lease_lost, stats.failed, stats.released) == (0, 0, 0)
     assert events.of("call_retry"), "the restart cost no retries: it did not happen mid-stream"
-    assert "POST /api/v1/tools/" in second.log()  # the second server did part of the work
+    assert ("POST /mcp" if transport == "mcp" else "POST /api/v1/tools/") in second.log()  # it did part of the work
 
     # From the run data: every run ended, each step done once by the agent, no rework.
-    runs = Run.objects.filter(id__in=run_ids)
-    assert runs.count() == RUNS
-    assert collections.Counter((run.state, run.outcome) for run in runs) == {("ended", "recorded"): RUNS}
-    for run in runs:
+    ended = Run.objects.filter(id__in=run_ids)
+    assert ended.count() == runs
+    assert collections.Counter((run.state, run.outcome) for run in ended) == {("ended", "recorded"): runs}
+    for run in ended:
         steps = run.steps_data
         assert set(steps) == {"gather", "check", "record"}, run.id
         assert all(steps[step]["by"] == "a_bench" and steps[step]["history"] == [] for step in steps), run.id
@@ -390,8 +393,8 @@ def test_1000_steps_by_8_workers_through_a_server_restart_each_completed_exactly
                                    .values_list("run_id", "step_id"))
     claimed = collections.Counter(AuditEvent.objects.filter(kind="step_claimed", run_id__in=run_ids)
                                   .values_list("run_id", "step_id"))
-    assert len(accepted) == RUNS * 3 and set(accepted.values()) == {1}
-    assert len(claimed) == RUNS * 3 and set(claimed.values()) == {1}
-    print(f"\n{RUNS} runs started in {runs_started:.1f} s; {RUNS * 3} steps by {WORKERS} workers in "
+    assert len(accepted) == runs * 3 and set(accepted.values()) == {1}
+    assert len(claimed) == runs * 3 and set(claimed.values()) == {1}
+    print(f"\n{transport}: {runs} runs started in {runs_started:.1f} s; {runs * 3} steps by {WORKERS} workers in "
           f"{elapsed - runs_started:.1f} s; the server killed after {completed_at_kill} steps and down for "
           f"{down_for:.1f} s; {len(events.of('call_retry'))} retries, {len(events.of('call_recovered'))} calls recovered")

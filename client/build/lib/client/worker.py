@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors
-from .api import Client, RetryPolicy
+from .api import Client, RetryPolicy, new_request_id
 from .lease import LeaseKeeper
 from .types import Claim, Evidence, ReadyStep, Submission
 
@@ -204,7 +204,7 @@ class Worker:
                 quiet = not self._inflight
                 free = self.concurrency - len(self._busy)
             try:
-                page = self.client.get_work(limit=page_size, process=self.process)
+                page = self.client.get_work(limit=page_size, process=self.process, interrupt=self._stop)
             except (errors.Forbidden, errors.Invalid):
                 raise
             except errors.ClientError as error:
@@ -323,7 +323,9 @@ class Worker:
             if not isinstance(submission, Submission):
                 raise TypeError(f"the handler returned {type(submission).__name__}, not a Submission")
             try:
-                keeper.use(lambda token, s=submission: self.client.submit(token, s))
+                request_id = new_request_id()
+                self._settle(lambda token, s=submission, r=request_id: self.client.submit(token, s, request_id=r),
+                             keeper, ids)
             except errors.NotAccepted as refusal:
                 self._count("not_accepted")
                 step.issues = refusal.issues
@@ -344,9 +346,24 @@ class Worker:
             return
         self._escalate(job, f"Not accepted after {self.max_attempts} attempts: " + "; ".join(step.issues), ids)
 
+    def _settle(self, call, keeper: LeaseKeeper, ids: dict, tries: int = 3):
+        """A submit or escalate whose answer may be lost: each call has the client's whole retry
+        budget; past it, the same call (same requestId) is sent again, because it may have been
+        applied and only a replay can tell."""
+        for attempt in range(1, tries + 1):
+            try:
+                return keeper.use(call)
+            except (errors.Unreachable, errors.Retry) as error:
+                if attempt == tries:
+                    raise
+                self._log(logging.WARNING, "no answer; sending the same call again", "settle_retry",
+                          cause=str(error), **ids)
+        raise AssertionError("unreachable")
+
     def _escalate(self, job: _Job, note: str, ids: dict) -> None:
+        request_id = new_request_id()
         try:
-            job.keeper.use(lambda token: self.client.escalate(token, note))
+            self._settle(lambda token: self.client.escalate(token, note, request_id=request_id), job.keeper, ids)
         except errors.Stale:
             self._count("lease_lost")
             self._log(logging.WARNING, "lease lost before the escalation", "step_stale", **ids)
