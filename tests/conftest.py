@@ -146,3 +146,16 @@ def publish(org):
 @pytest.fixture
 def is_postgres():
     return connection.vendor == "postgresql"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Without ../shared/spec, one line says how many tests skipped for it and why (not one per test)."""
+    from .support.spec import SPEC, SPEC_ABSENT, spec_present
+
+    if spec_present():
+        return
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, tuple) and SPEC_ABSENT in str(report.longrepr[2])]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} tests skipped: they check the specification's own files, "
+                                    f"which are not at {SPEC} (../shared/spec)")

@@ -1,4 +1,4 @@
-"""Profile check-1 with the vendor-check fixture, against a real local chat-completions server."""
+"""Profile check-1 with a checked vendor screening, against a real local chat-completions server."""
 
 import base64
 import datetime as dt
@@ -8,11 +8,11 @@ import pytest
 from kernel import clock
 from tests.support.chat_server import ChatServer
 from tests.support.flows import decide, states
-from tests.support.spec import fixture_text
+from tests.support.processes import CHECKED_VENDOR
 
-Q1 = "The cleared verdict matches what the attached report says."
-Q2 = "What does the summary do?"
-Q3 = "How complete is the screening?"
+Q1 = "The cleared flag agrees with the attached screening file."
+Q2 = "How does the summary read?"
+Q3 = "How thorough is the screening?"
 PASSING = {Q1: {"yes": 0.97}, Q2: {"answer": "states", "confidence": 0.91}, Q3: {"level": 2, "confidence": 0.9}}
 T0 = dt.datetime(2026, 10, 6, 9, 0, tzinfo=dt.UTC)
 
@@ -30,9 +30,9 @@ def evaluator(settings):
 
 @pytest.fixture
 def vendor_check(evaluator, publish, agent, make_person):
-    publish(fixture_text("vendor-check"), {"finance-approver": "finance"})
+    publish(CHECKED_VENDOR, {"finance-approver": "finance"})
     with clock.frozen(T0):
-        run_id = agent.ok("start_run", process="vendor-check",
+        run_id = agent.ok("start_run", process="checked-vendor",
                           inputs={"vendorName": "Acme", "amount": 48000})["run"]["id"]
         yield run_id
 
@@ -77,8 +77,8 @@ def test_a_pass_completes_the_step_and_records_the_verdict(vendor_check, agent, 
     # What the evaluator saw (check-1 §2): instructions, body, run data, the submission, one question each.
     assert evaluator.questions_asked() == [Q1, Q2, Q3]
     prompt = evaluator.requests[0]["messages"][-1]["content"]
-    assert "Check the vendor against the OFAC and EU sanctions lists." in prompt
-    assert "# Vendor check" in prompt and '"vendorName": "Acme"' in prompt
+    assert "Screen the vendor on the OFAC and EU watch lists." in prompt
+    assert "# Checked vendor screening" in prompt and '"vendorName": "Acme"' in prompt
     assert "Searched both lists by name." in prompt
     assert evaluator.requests[0]["logprobs"] is True
 
@@ -86,7 +86,7 @@ def test_a_pass_completes_the_step_and_records_the_verdict(vendor_check, agent, 
 def test_a_fail_is_not_accepted_with_the_issue_line_and_handed_to_the_next_claim(vendor_check, agent, evaluator,
                                                                                   make_agent):
     evaluator.script[Q1] = {"yes": 0.12}
-    claim, arguments = screening(agent, vendor_check)
+    _claim, arguments = screening(agent, vendor_check)
     error = agent.error("submit", **arguments)
     line = f"check: {Q1} → no (0.12)"
     assert (error["code"], error["issues"]) == ("not_accepted", [line])
@@ -105,7 +105,7 @@ def test_choice_and_rubric_failures_are_worded_as_the_profile_says(vendor_check,
     evaluator.script[Q3] = {"level": 1, "confidence": 0.85}
     _claim, arguments = screening(agent, vendor_check)
     assert agent.error("submit", **arguments)["issues"] == [
-        f"check: {Q2} → hedges (0.90)", f"check: {Q3} → level 1: One list is covered. (0.85)"]
+        f"check: {Q2} → hedges (0.90)", f"check: {Q3} → level 1: One list is searched. (0.85)"]
 
 
 def test_unsure_holds_the_candidate_and_a_person_completes_it(vendor_check, agent, evaluator, make_person):
@@ -156,9 +156,9 @@ def test_an_evaluator_outage_is_retry_then_the_same_request_id_succeeds(vendor_c
 
 
 def test_an_advisory_verdict_is_recorded_without_blocking(evaluator, publish, agent):
-    text = fixture_text("vendor-check").replace("    check:\n", "    advisory: true\n    check:\n", 1)
+    text = CHECKED_VENDOR.replace("    check:\n", "    advisory: true\n    check:\n", 1)
     publish(text, {"finance-approver": "finance"})
-    run_id = agent.ok("start_run", process="vendor-check", inputs={"vendorName": "Acme", "amount": 1})["run"]["id"]
+    run_id = agent.ok("start_run", process="checked-vendor", inputs={"vendorName": "Acme", "amount": 1})["run"]["id"]
     evaluator.script[Q1] = {"yes": 0.05}
     _claim, arguments = screening(agent, run_id)
     view = agent.ok("submit", **arguments)
@@ -168,9 +168,9 @@ def test_an_advisory_verdict_is_recorded_without_blocking(evaluator, publish, ag
 
 
 def test_an_advisory_check_records_an_evaluator_error_and_completes(evaluator, publish, agent):
-    text = fixture_text("vendor-check").replace("    check:\n", "    advisory: true\n    check:\n", 1)
+    text = CHECKED_VENDOR.replace("    check:\n", "    advisory: true\n    check:\n", 1)
     publish(text, {"finance-approver": "finance"})
-    run_id = agent.ok("start_run", process="vendor-check", inputs={"vendorName": "Acme", "amount": 1})["run"]["id"]
+    run_id = agent.ok("start_run", process="checked-vendor", inputs={"vendorName": "Acme", "amount": 1})["run"]["id"]
     evaluator.failures_left = 100
     _claim, arguments = screening(agent, run_id)
     view = agent.ok("submit", **arguments)

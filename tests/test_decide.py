@@ -3,7 +3,8 @@
 import pytest
 
 from tests.support.flows import LINK, decide, do_agent_step, open_item, states
-from tests.support.spec import EXAMPLES, fixture_text
+from tests.support.processes import HANDOVER_TASKS, OWNER_REVIEW, TWO_REVIEWS
+from tests.support.spec import EXAMPLES
 
 
 @pytest.fixture
@@ -148,15 +149,11 @@ def test_a_task_completes_under_the_same_acceptance_as_a_submission(publish, age
 
 
 def test_next_on_a_single_next_task_is_not_accepted(publish, agent, make_person):
-    publish(fixture_text("employee-onboarding"),
-            {"hr-operations": "hr", "it-operations": "it"})
+    publish(HANDOVER_TASKS, {"hr-operations": "hr", "it-operations": "it"})
     hr = make_person("hr@example.com", groups=["hr"])
-    make_person("mgr@example.com")
-    run_id = hr.ok("start_run", process="employee-onboarding", inputs={
-        "employeeId": "e1", "employeeName": "Ana", "startDate": "2026-11-02", "hiringManager": "mgr@example.com"})[
-        "run"]["id"]
+    run_id = hr.ok("start_run", process="handover-tasks", inputs={"employeeName": "Ana"})["run"]["id"]
     error = item_call(hr, run_id, "hr_setup", "completed", output={"hrisRecord": "h", "location": "l", "jobTitle": "j"},
-                      evidence=LINK, next="access_plan", reason="r")["error"]
+                      evidence=LINK, next="it_setup", reason="r")["error"]
     assert (error["code"], error["issues"]) == ("not_accepted", [
         "next: not allowed, this step's next is not a list of routes",
         "reason: not allowed, this step's next is not a list of routes"])
@@ -260,12 +257,11 @@ def test_a_stale_snapshot_is_refused_and_get_run_gives_a_fresh_one(onboarding, a
 
 def test_rejected_twice_keeps_two_earlier_completions_in_history_and_rewound_steps_null(publish, agent, make_person):
     """§3.1: steps completed after the returned-to step move to history and show null."""
-    publish(fixture_text("contract-review"),
-            {"legal-reviewer": "legal", "finance-reviewer": "finance", "authorized-signatory": "signers"})
+    publish(TWO_REVIEWS, {"legal-reviewer": "legal", "finance-reviewer": "finance"})
     owner = make_person("owner@example.com")
     legal = make_person("legal@example.com", groups=["legal"])
     finance = make_person("fin@example.com", groups=["finance"])
-    run_id = owner.ok("start_run", process="contract-review",
+    run_id = owner.ok("start_run", process="two-reviews",
                       inputs={"contractId": "C-1", "document": "doc", "owner": "owner@example.com"})["run"]["id"]
 
     def prepare(revision):
@@ -295,8 +291,8 @@ def test_rejected_twice_keeps_two_earlier_completions_in_history_and_rewound_ste
 
 
 def test_a_person_path_that_resolves_to_nobody_fails_the_run(publish, agent):
-    publish(fixture_text("incident-postmortem"))
-    view = agent.ok("start_run", process="incident-postmortem",
+    publish(OWNER_REVIEW)
+    view = agent.ok("start_run", process="owner-review",
                     inputs={"incidentId": "I-1", "incidentOwner": "ghost@example.com"})
     do = do_agent_step(agent, view["run"]["id"], "draft", {"report": "r", "proposedActions": []})
     assert (do["run"]["outcome"], states(do)["review"]) == ("failed", "failed")

@@ -6,7 +6,7 @@ import pytest
 
 from kernel import clock
 from tests.support.flows import decide, do_agent_step, open_item, states
-from tests.support.spec import fixture_text
+from tests.support.processes import OUTAGE_RESPONSE
 
 T0 = dt.datetime(2026, 10, 6, 9, 0, tzinfo=dt.UTC)
 LEADS = {"operations-lead": "ops-leads", "security-lead": "sec-leads", "communications-lead": "comms-leads"}
@@ -17,7 +17,7 @@ BRANCH_OUTPUT = {"operations": "recoverySummary", "security": "containmentSummar
 
 @pytest.fixture
 def incident(publish, agent, make_person):
-    publish(fixture_text("major-incident"), LEADS)
+    publish(OUTAGE_RESPONSE, LEADS)
     people = {
         "operations": make_person("op@example.com", groups=["ops-leads"]),
         "security": make_person("sec@example.com", groups=["sec-leads"]),
@@ -25,7 +25,7 @@ def incident(publish, agent, make_person):
         "commander": make_person("cmd@example.com"),
     }
     with clock.frozen(T0):
-        run_id = agent.ok("start_run", process="major-incident",
+        run_id = agent.ok("start_run", process="outage-response",
                           inputs={"incidentId": "INC-42", "commander": "cmd@example.com"})["run"]["id"]
         yield run_id, people
 
@@ -38,7 +38,7 @@ def test_describe_offers_parallel(agent):
     assert "parallel-1" in agent.ok("describe")["profiles"]
 
 
-def test_major_incident_end_to_end_with_rework_of_the_whole_region(incident, agent):
+def test_three_branches_end_to_end_with_rework_of_the_whole_region(incident, agent):
     run_id, people = incident
     view = do_agent_step(agent, run_id, "activate", {"bridge": "bridge-7"})
     # Fork: in one write, the parallel step waits and every branch entry is ready (here: waiting on a person).

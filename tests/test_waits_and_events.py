@@ -9,7 +9,7 @@ from runs.models import Event, StepState
 from runs.services.sweep import sweep
 from tests.support.concurrency import run_together
 from tests.support.flows import decide, do_agent_step, states
-from tests.support.spec import fixture_text
+from tests.support.processes import ACCOUNT_CLOSURE, SCHEDULED_POST
 
 T0 = dt.datetime(2026, 10, 6, 9, 0, tzinfo=dt.UTC)
 
@@ -182,17 +182,17 @@ def test_sweep_returns_lapsed_leases_to_ready_with_the_progress(publish, agent):
     assert agent.ok("claim", runId=run_id, stepId="work")["handoff"] == {"progress": "half done"}
 
 
-# --- conformance fixtures end to end ----------------------------------------------------
+# --- whole processes through their waits and events ----------------------------------------------------
 
 OFFBOARDING_ROLES = {"account-owner": "owners", "finance-collections": "collections", "data-steward": "stewards"}
 
 
-def test_customer_offboarding_runs_end_to_end_through_its_waits_and_event(publish, agent, make_person):
-    publish(fixture_text("customer-offboarding"), OFFBOARDING_ROLES)
+def test_account_closure_runs_end_to_end_through_its_waits_and_event(publish, agent, make_person):
+    publish(ACCOUNT_CLOSURE, OFFBOARDING_ROLES)
     owner = make_person("owner@example.com", groups=["owners"])
     steward = make_person("steward@example.com", groups=["stewards"])
     billing = make_person("billing@example.com", operator=True)
-    run_id = agent.ok("start_run", process="customer-offboarding",
+    run_id = agent.ok("start_run", process="account-closure",
                       inputs={"customerId": "c-1", "effectiveAt": "2026-10-08T00:00:00Z"})["run"]["id"]
     view = decide(owner, run_id, "authorize", "approved")
     assert states(view)["effective_time"] == "waiting"
@@ -219,11 +219,11 @@ def test_customer_offboarding_runs_end_to_end_through_its_waits_and_event(publis
     assert states(view)["finance_followup"] is None
 
 
-def test_customer_offboarding_settlement_times_out_to_finance_followup(publish, agent, make_person):
-    publish(fixture_text("customer-offboarding"), OFFBOARDING_ROLES)
+def test_account_closure_settlement_times_out_to_finance_followup(publish, agent, make_person):
+    publish(ACCOUNT_CLOSURE, OFFBOARDING_ROLES)
     owner = make_person("owner@example.com", groups=["owners"])
     collections = make_person("col@example.com", groups=["collections"])
-    run_id = agent.ok("start_run", process="customer-offboarding",
+    run_id = agent.ok("start_run", process="account-closure",
                       inputs={"customerId": "c-2", "effectiveAt": "2026-10-01T00:00:00Z"})["run"]["id"]
     view = decide(owner, run_id, "authorize", "approved")
     assert states(view)["effective_time"] == "done"  # already past: continues at once
@@ -240,10 +240,10 @@ def test_customer_offboarding_settlement_times_out_to_finance_followup(publish, 
     assert states(view)["deletion_clearance"] == "waiting"
 
 
-def test_blog_publication_runs_end_to_end_with_a_rejection_and_its_wait(publish, agent, make_person):
-    publish(fixture_text("blog-publication"), {"editor": "editors"})
+def test_scheduled_post_runs_end_to_end_with_a_rejection_and_its_wait(publish, agent, make_person):
+    publish(SCHEDULED_POST, {"editor": "editors"})
     editor = make_person("ed@example.com", groups=["editors"])
-    run_id = agent.ok("start_run", process="blog-publication", inputs={
+    run_id = agent.ok("start_run", process="scheduled-post", inputs={
         "brief": "Launch post", "slug": "launch", "publishAt": "2026-10-07T08:00:00Z"})["run"]["id"]
     draft = {"revision": "r1", "title": "Launch", "summary": "We launched."}
     do_agent_step(agent, run_id, "draft", draft)

@@ -1,4 +1,9 @@
-"""Paths to the normative spec beside the project (../shared/spec), when it is present."""
+"""Paths to the normative spec beside the project (../shared/spec), when it is present.
+
+Only tests that check the spec's own files (its fixtures parse, validate and publish; its schemas and
+guide agree with the server) read it. They skip through `need_spec()`, one reason for all, which
+tests/conftest.py counts into a single line of the summary.
+"""
 
 from pathlib import Path
 
@@ -16,6 +21,9 @@ CORE_FIXTURES = [
 ]
 PROFILE_FIXTURES = ["major-incident", "vendor-check"]
 
+# The one skip reason of every spec-reading test: the summary hook counts skips by it.
+SPEC_ABSENT = "checks the specification's own files, which are not at ../shared/spec"
+
 
 def spec_present() -> bool:
     return SPEC.is_dir()
@@ -23,9 +31,16 @@ def spec_present() -> bool:
 
 def need_spec():
     if not spec_present():
-        pytest.skip(f"the specification is not at {SPEC}; spec-derived checks skipped")
+        pytest.skip(SPEC_ABSENT)
 
 
 def fixture_text(name: str) -> str:
     need_spec()
     return (FIXTURES / name / "PROCESS.md").read_text()
+
+
+def fixture_texts() -> list[str]:
+    """Every fixture's PROCESS.md, or [] without the spec."""
+    if not FIXTURES.is_dir():
+        return []
+    return [path.read_text(encoding="utf-8") for path in sorted(FIXTURES.glob("*/PROCESS.md"))]
