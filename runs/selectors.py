@@ -119,3 +119,17 @@ def file_names(organization, refs) -> dict[str, str]:
         return {}
     return dict(Upload.objects.filter(organization=organization, pk__in=refs).values_list("pk", "file_name"))
 
+
+
+def recent_rows(organization, *, process: str, step_id: str, field: str, runs: int = 20) -> list[dict]:
+    """The rows of the latest completion of a step's list-of-objects output, so a person's row
+    editor starts with the columns (and their types) people used before; callers show no values."""
+    recent = (Run.objects.filter(organization=organization, process_name=process, steps_data__has_key=step_id)
+              .order_by("-updated_at").values_list("steps_data", flat=True)[:runs])
+    for steps_data in recent:
+        entry = steps_data.get(step_id) or {}
+        for completion in [entry, *reversed(entry.get("history") or [])]:
+            rows = (completion.get("output") or {}).get(field) if isinstance(completion, dict) else None
+            if isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows):
+                return rows
+    return []

@@ -520,7 +520,9 @@ def test_reject_needs_a_note_and_ends_the_run_rejected(quick, person_client, age
     item = item_of(view)
     response = decide_form(client, item["id"], {"decision": "rejected", "note": "  "}, status=422)
     html = response.content.decode()
-    assert re.search(r'id="note-errors">\s*<li class="field-error">note: required</li>', html)
+    # A sentence the person acts on, the protocol's issue kept in details for support (issue 16).
+    assert re.search(r'id="note-errors"><li class="field-error">Write a note that says why, for whoever gets the '
+                     r'work back. <details class="raw-issue"><summary>Details</summary><code>note: required</code>', html)
     assert run_of(view["run"]["id"]).state == "waiting"
     decide_form(client, item["id"], {"decision": "rejected", "note": "Over budget."})
     run = run_of(view["run"]["id"])
@@ -613,12 +615,20 @@ def test_task_form_has_a_widget_per_type(review, person_client, make_person):
     assert re.search(r'<input type="date" id="field-out_reviewedOn"', html)
     assert re.search(r'<input type="datetime-local" step="1" id="field-out_meetingAt"', html)
     assert 'name="offset:out.meetingAt"' in html and '<option value="+05:45"' in html
-    assert re.search(r'<textarea id="field-out_tags" name="out.tags"', html) and "One item per line." in html
-    assert re.search(r'<textarea id="field-out_details" name="out.details" rows="6" class="mono"', html)
+    # Lists and objects are rows to fill in, not JSON to type (issue 16, point 1).
+    assert re.search(r'<input type="text" id="field-out_tags-0" name="out.tags.0" data-name="out.tags.\{i\}"', html)
+    assert 'name="out.tags.n" value="1"' in html and 'value="out.tags|add_row"' in html
+    assert re.search(r'<input type="number" id="field-out_amounts-0" name="out.amounts.0"', html)
+    assert 'name="out.details.k0"' in html and 'name="out.details.v0"' in html and 'name="out.details.t0"' in html
     assert re.search(r'<input type="email" id="field-out_contact"', html)
     assert re.search(r'<select id="field-out_tier" name="out.tier"', html)
     assert '<option value="&quot;gold&quot;">gold</option>' in html
-    assert re.search(r'comment <span class="type">string</span> <span class="optional">optional</span>', html)
+    # Labels are words, not keys; optional fields say so; required ones are required in the browser too.
+    assert re.search(r'<label for="field-out_reviewedOn">Reviewed on <span class="required"', html)
+    assert re.search(r'<label for="field-out_comment">Comment <span class="optional">\(optional\)</span>', html)
+    assert re.search(r'id="field-out_score" name="out.score" value="" step="any" inputmode="decimal" '
+                     r'aria-describedby="field-out_score-help" required>', html)
+    assert 'value="failed" id="decide-failed" class="button decision-failed" formnovalidate' in html
     assert 'type="file" id="evidence-files" name="evidence_files" multiple' in html
     assert 'name="evidence_links"' in html
     assert re.search(r'<select id="route-next" name="next">', html)
@@ -1042,7 +1052,8 @@ def test_start_run_from_the_browser_with_typed_inputs(quick, person_client):
     response = client.post("/runs/start/", {"process": "quick-approval", "in.vendorName": "Acme", "in.amount": "abc",
                                             "request_id": request_id})
     assert response.status_code == 400
-    assert re.search(r'id="field-in_amount-errors">\s*<li class="field-error">inputs.amount: expected number',
+    assert re.search(r'id="field-in_amount-errors"><li class="field-error">Enter the amount as a number, like '
+                     r'1250.50. <details class="raw-issue"><summary>Details</summary><code>inputs.amount: expected number',
                      response.content.decode())
     response = client.post("/runs/start/", {"process": "quick-approval", "in.vendorName": "Acme", "in.amount": "0.1",
                                             "mode": "test", "request_id": request_id})

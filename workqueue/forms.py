@@ -10,7 +10,10 @@ import re
 from dataclasses import dataclass, field
 
 from kernel import jsonio
+from processes.fields import is_number as fields_is_number
 from processes.fields import normalize
+
+from .plain_issues import human_key, worded
 
 SCALARS = ("string", "number", "boolean", "date", "datetime", "person")
 NUMBER_PATTERN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -39,6 +42,16 @@ class Missing:
 
 
 MISSING = Missing()
+REPEATS = ("items", "rows", "pairs")
+MOST_ROWS = 500
+MOST_COLUMNS = 30
+LABEL_LENGTH = 60
+DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+INPUT_TYPES = {"number": "number", "date": "date", "person": "email", "datetime": "datetime-local"}
+CELL_WORDS = {"number": "a number (write it like 1250.50)", "boolean": "yes or no",
+              "date": "a date like 2026-10-06"}
+COLUMN_TYPES = [("string", "Text"), ("number", "Number"), ("boolean", "Yes or no"), ("date", "Date"),
+                ("json", "JSON")]
 
 
 def parse_number(text: str):
@@ -98,6 +111,13 @@ class Widget:
     choices: list[tuple[str, str]] = field(default_factory=list)  # (option value, label)
     errors: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
+    # Repeatable controls (issue 16): a list of scalars (`items`), a list of objects as a table of
+    # typed columns (`rows`), an object as named values (`pairs`). Each row is a list of texts.
+    items: list[str] = field(default_factory=list)
+    columns: list[dict] = field(default_factory=list)  # rows: [{"name", "type"}]
+    cells: list[list[str]] = field(default_factory=list)  # rows: one list of texts per row
+    pairs: list[dict] = field(default_factory=list)  # pairs: [{"key", "type", "value"}]
+    problems: list[str] = field(default_factory=list)  # sentences: cells that do not read as their column
 
     @property
     def offset_name(self) -> str:
@@ -133,6 +153,21 @@ class Widget:
         return {"text": "text", "number": "number", "date": "date", "person": "email"}.get(self.control, "text")
 
     @property
+    def label(self) -> str:
+        """What people read: the process's description of the field when short, else its key
+        made readable (`vendorName` → "Vendor name")."""
+        description = (self.description or "").strip()
+        if description and len(description) <= LABEL_LENGTH and "\n" not in description:
+            return description
+        return human_key(self.name)
+
+    @property
+    def long_description(self) -> str:
+        """A description too long to be the label is shown as help under it."""
+        description = (self.description or "").strip()
+        return "" if description == self.label else description
+
+    @property
     def help(self) -> str:
         return {
             "lines": "One item per line.",
@@ -141,12 +176,26 @@ class Widget:
             "datetime": "Local date and time, and its offset from UTC.",
             "person": "The person's email address.",
             "number": "The exact number; it is kept as typed, never rounded.",
+            "items": "Add one entry per line of the list.",
+            "rows": "One row per entry; name each column once (for example “what” and “amount”).",
+            "pairs": "Each value with its name.",
         }.get(self.control, "")
+
+    @property
+    def item_input_type(self) -> str:
+        return INPUT_TYPES.get(self.item_type or "string", "text")
+
+    @property
+    def column_types(self) -> list[tuple[str, str]]:
+        return COLUMN_TYPES
 
     # --- filling ----------------------------------------------------------------------------
     def fill_from_post(self, data) -> None:
         if self.control == "checkboxes":
             self.selected = data.getlist(self.html_name)
+            return
+        if self.control in REPEATS:
+            self._repeat_from_post(data)
             return
         self.raw = data.get(self.html_name, "")
         if self.control == "datetime":
@@ -155,7 +204,20 @@ class Widget:
     def fill_from_value(self, value) -> None:
         if value is None:
             return
-        if self.control == "select":
+        if self.control == "items" and isinstance(value, list):
+            self.items = [_as_text(self.item_type or "string", item) for item in value]
+        elif self.control == "rows" and isinstance(value, list) and all(isinstance(row, dict) for row in value):
+            names = list(dict.fromkeys(str(key) for row in value for key in row))
+            self.columns = [{"name": name, "type": _column_type([row[name] for row in value if name in row])}
+                            for name in names]
+            self.cells = [[_as_cell(column["type"], row.get(column["name"])) for column in self.columns]
+                          for row in value]
+        elif self.control == "pairs" and isinstance(value, dict):
+            self.pairs = [{"key": str(key), "type": _column_type([item]), "value": _as_cell(_column_type([item]), item)}
+                          for key, item in value.items()]
+        elif self.control in REPEATS:  # a value of another shape: shown as JSON to be fixed by hand
+            self.control, self.raw = "json", jsonio.dumps(value, indent=2, ensure_ascii=False)
+        elif self.control == "select":
             self.raw = jsonio.dumps(value, ensure_ascii=False)
         elif self.control == "checkboxes":
             self.selected = [jsonio.dumps(item, ensure_ascii=False) for item in value] if isinstance(value, list) else []
@@ -173,11 +235,14 @@ class Widget:
 
     # --- reading ----------------------------------------------------------------------------
     def value(self):
-        """The JSON value to send, or MISSING when left empty; parse hints land in self.hints."""
-        self.hints = []
+        """The JSON value to send, or MISSING when left empty; parse hints land in self.hints, and
+        values the form itself refuses (a table column's type) in self.problems."""
+        self.hints, self.problems = [], []
         control = self.control
         if control == "checkboxes":
             return [self._option(choice) for choice in self.selected] if self.selected else MISSING
+        if control in REPEATS:
+            return self._repeat_value()
         text = self.raw
         if not text.strip():
             return MISSING
@@ -204,6 +269,122 @@ class Widget:
         if control in ("date", "person"):
             return text.strip()
         return text
+
+    # --- repeatable controls -------------------------------------------------------------
+    def _count(self, data, name: str, cap: int) -> int | None:
+        text = data.get(f"{self.html_name}.{name}")
+        return min(int(text), cap) if text is not None and text.isdigit() else None
+
+    def _repeat_from_post(self, data) -> None:
+        h = self.html_name
+        if self.control == "items":
+            count = self._count(data, "n", MOST_ROWS)
+            if count is None and data.get(h) is not None:  # one item per line (a form without JavaScript's rows)
+                self.items = [line.strip() for line in data.get(h, "").splitlines() if line.strip()]
+                return
+            self.items = [data.get(f"{h}.{index}", "") for index in range(count or 0)]
+        elif self.control == "rows":
+            ncols, nrows = self._count(data, "ncols", MOST_COLUMNS), self._count(data, "nrows", MOST_ROWS)
+            if ncols is None and data.get(h) is not None:  # the list as JSON text
+                self._from_json_text(data.get(h, ""))
+                return
+            self.columns = [{"name": data.get(f"{h}.c{j}", "").strip(), "type": _known_type(data.get(f"{h}.t{j}"))}
+                            for j in range(ncols or 0)]
+            self.cells = [[data.get(f"{h}.r{i}.c{j}", "") for j in range(len(self.columns))] for i in range(nrows or 0)]
+        else:  # pairs
+            count = self._count(data, "n", MOST_ROWS)
+            if count is None and data.get(h) is not None:
+                self._from_json_text(data.get(h, ""))
+                return
+            self.pairs = [{"key": data.get(f"{h}.k{i}", "").strip(), "type": _known_type(data.get(f"{h}.t{i}")),
+                           "value": data.get(f"{h}.v{i}", "")} for i in range(count or 0)]
+
+    def _from_json_text(self, text: str) -> None:
+        try:
+            self.fill_from_value(jsonio.loads(text))
+        except ValueError:
+            self.control, self.raw = "json", text
+
+    def _repeat_value(self):
+        if self.control == "items":
+            values = [self._note(*_scalar_from_text(self.item_type or "string", text.strip()))
+                      for text in self.items if text.strip()]
+            return values or MISSING
+        if self.control == "rows":
+            rows = []
+            for number, row in enumerate(self.cells, start=1):
+                entry = {}
+                for column, text in zip(self.columns, row, strict=False):
+                    if not text.strip():
+                        continue
+                    if not column["name"]:
+                        self.hints.append(f"row {number}: a value in a column without a name")
+                        continue
+                    entry[column["name"]] = self._cell(column["type"], text,
+                                                       f"{self.label}, row {number}, {column['name']}")
+                if entry:
+                    rows.append(entry)
+            return rows or MISSING
+        values = {}
+        for pair in self.pairs:
+            if pair["key"] and pair["value"].strip():
+                values[pair["key"]] = self._cell(pair["type"], pair["value"], f"{self.label}, {pair['key']}")
+            elif pair["value"].strip():
+                self.hints.append("a value without a name")
+        return values or MISSING
+
+    def _cell(self, kind: str, text: str, where: str = ""):
+        """A cell typed as its column says. The process declares no type inside an object, so the
+        server cannot catch a column's wrong value: the form refuses it itself (`problems`)."""
+        if kind == "json":
+            try:
+                return jsonio.loads(text)
+            except ValueError:
+                self.problems.append(f"{where}: “{text.strip()}” is not valid JSON.")
+                return text
+        value, hint = _scalar_from_text(kind, text.strip())
+        if hint or (kind == "date" and not DATE_TEXT.fullmatch(text.strip())):
+            self.problems.append(f"{where}: “{text.strip()}” is not {CELL_WORDS.get(kind, 'valid')}.")
+        return value
+
+    def edit(self, action: str, index: int | None) -> None:
+        """A row editor's button (add, remove, move up; add or remove a column), without JavaScript."""
+        rows = {"items": self.items, "rows": self.cells, "pairs": self.pairs}.get(self.control)
+        if rows is None:
+            return
+        if action == "add_row" and len(rows) < MOST_ROWS:
+            rows.append({"items": "", "rows": [""] * len(self.columns),
+                         "pairs": {"key": "", "type": "string", "value": ""}}[self.control])
+        elif action == "remove_row" and index is not None and 0 <= index < len(rows):
+            del rows[index]
+        elif action == "up" and index is not None and 0 < index < len(rows):
+            rows[index - 1], rows[index] = rows[index], rows[index - 1]
+        elif action == "add_column" and self.control == "rows" and len(self.columns) < MOST_COLUMNS:
+            self.columns.append({"name": "", "type": "string"})
+            for row in self.cells:
+                row.append("")
+        elif action == "remove_column" and self.control == "rows" and index is not None and 0 <= index < len(self.columns):
+            del self.columns[index]
+            for row in self.cells:
+                del row[index : index + 1]
+
+    def start_columns(self, earlier_rows: list[dict]) -> None:
+        """Columns named and typed as in rows filled before (their values are not shown)."""
+        names = list(dict.fromkeys(str(key) for row in earlier_rows for key in row))[:MOST_COLUMNS]
+        self.columns = [{"name": name, "type": _column_type([row[name] for row in earlier_rows if name in row])}
+                        for name in names]
+
+    def prepare_to_show(self) -> None:
+        """An empty repeat shows one blank row to type in (and a table one blank column)."""
+        if self.control == "items" and not self.items:
+            self.items = [""]
+        elif self.control == "rows":
+            if not self.columns:
+                self.columns = [{"name": "", "type": "string"}]
+            if not self.cells:
+                self.cells = [[""] * len(self.columns)]
+        elif self.control == "pairs" and not self.pairs:
+            self.pairs = [{"key": "", "type": "string", "value": ""}]
 
     def _note(self, value, hint):
         if hint:
@@ -238,13 +419,39 @@ def _control_for(spec: dict) -> str:
         if items and items.get("one_of") and items["type"] in SCALARS:
             return "checkboxes"
         if items is None or items["type"] in SCALARS:
-            return "lines"
-        return "json"
+            return "items"
+        return "rows" if items["type"] == "object" else "json"
     if kind == "object":
-        return "json"
+        return "pairs"
     if kind == "string":
         return "text"
     return kind  # number, boolean, date, datetime, person
+
+
+def _known_type(kind) -> str:
+    return kind if kind in dict(COLUMN_TYPES) else "string"
+
+
+def _column_type(values: list) -> str:
+    """The type a column's values share (numbers, yes/no, dates), else text; nested values: JSON."""
+    present = [value for value in values if value is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "boolean"
+    if present and all(fields_is_number(v) for v in present):
+        return "number"
+    if present and all(isinstance(v, str) and DATE_TEXT.fullmatch(v) for v in present):
+        return "date"
+    if any(isinstance(v, dict | list) for v in present):
+        return "json"
+    return "string"
+
+
+def _as_cell(kind: str, value) -> str:
+    if value is None:
+        return ""
+    if kind == "json" or isinstance(value, dict | list):
+        return jsonio.dumps(value, ensure_ascii=False)
+    return _as_text(kind, value)
 
 
 def _choices(values: list, kind: str) -> list[tuple[str, str]]:
@@ -280,6 +487,17 @@ def build_widgets(specs: dict | None, prefix: str) -> list[Widget]:
             widget.choices = [("true", "Yes"), ("false", "No")]
         widgets.append(widget)
     return widgets
+
+
+def apply_edit(widgets: list[Widget], edit: str) -> bool:
+    """`<form name>|<action>[|<index>]` from a row editor's button; whether it named a widget."""
+    name, _, rest = (edit or "").partition("|")
+    action, _, index = rest.partition("|")
+    for widget in widgets:
+        if widget.html_name == name:
+            widget.edit(action, int(index) if index.isdigit() else None)
+            return True
+    return False
 
 
 def read_widgets(widgets: list[Widget]) -> dict:
@@ -331,9 +549,13 @@ class Issues:
                 result.by_field.setdefault(target, []).append(issue)
         return result
 
-    def apply(self, widgets: list[Widget]) -> None:
+    def apply(self, widgets: list[Widget], prefix: str = "output") -> None:
+        """Each widget gets its issues, worded for people (the raw line kept for support)."""
+        by_name = {widget.name: widget for widget in widgets}
         for widget in widgets:
-            widget.errors = list(self.by_field.get(widget.name, []))
+            widget.errors = worded(self.by_field.get(widget.name, []), by_name, prefix)
+        self.general = worded(self.general, by_name, prefix)
+        self.by_part = {part: worded(lines, by_name, prefix) for part, lines in self.by_part.items()}
 
     @property
     def count(self) -> int:
@@ -439,12 +661,29 @@ class DecisionForm:
         sorted_issues = Issues.sort(issues, self.field_names, "output", PARTS)
         sorted_issues.apply(self.widgets)
         for widget in self.widgets:
-            widget.errors += [f"Hint: {hint}" for hint in widget.hints if widget.errors]
+            widget.errors += worded([f"Hint: {hint}" for hint in widget.hints if widget.errors], {})
         self.part_errors = sorted_issues.by_part
         self.general_errors = sorted_issues.general
 
     def add_part_error(self, part: str, message: str) -> None:
-        self.part_errors.setdefault(part, []).append(message)
+        self.part_errors.setdefault(part, []).append(worded([message], {})[0])
+
+    def refuse_local_problems(self) -> bool:
+        """Cells that do not read as their column's type (read by completion_arguments) become the
+        widgets' errors; whether there were any (then nothing may be sent)."""
+        found = False
+        for widget in self.widgets:
+            if widget.problems:
+                widget.errors = worded(widget.problems, {})
+                found = True
+        return found
+
+    def prepare_to_show(self) -> None:
+        for widget in self.widgets:
+            widget.prepare_to_show()
+
+    def edit(self, edit: str) -> bool:
+        return apply_edit(self.widgets, edit)
 
     @property
     def has_errors(self) -> bool:

@@ -9,6 +9,7 @@ import base64
 import datetime as dt
 import functools
 import uuid
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -16,6 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
@@ -31,13 +33,14 @@ from processes.rendering import render_markdown
 from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, InboxVisit, RunState, WorkItemState
 from runs.presenters import decisions_for, last_attempt, run_list_entry, sent_back
-from runs.selectors import file_names, is_assigned, runs_list
+from runs.selectors import file_names, is_assigned, recent_rows, runs_list
 from runs.services import queue, saved_views, uploads
 from runs.services.decisions import note_rule
 from runs.visibility import visible_run
 
 from . import activity, bulk, presenting, queue_params, selectors
-from .forms import OFFSETS, Attached, DecisionForm, Issues, build_widgets, read_widgets, value_from_text
+from .forms import OFFSETS, Attached, DecisionForm, Issues, apply_edit, build_widgets, read_widgets, value_from_text
+from .plain_issues import worded
 
 RUN_STATES = tuple(RunState.values)
 RUNS_PAGE = 50
@@ -296,6 +299,10 @@ def work_item(request, identity, work_item_id: str):
     if candidate and form.completes:
         refs = [e.get("ref") for e in candidate.get("evidence") or [] if e.get("kind") == "file"]
         form.fill_from_candidate(candidate, file_names(identity.organization, refs))
+    for widget in form.widgets:  # an empty table starts with the columns people used before
+        if widget.control == "rows" and not widget.columns:
+            widget.start_columns(recent_rows(identity.organization, process=item.run.process_name,
+                                             step_id=item.step_id, field=widget.name))
     return _render_item(request, identity, item, view, form)
 
 
@@ -306,7 +313,8 @@ def _form_for(item) -> DecisionForm:
     return DecisionForm(requirements=requirements, decisions=decisions_for(item))
 
 
-def _render_item(request, identity, item, view, form, *, banner=None, request_id=None, status=200):
+def _render_item(request, identity, item, view, form, *, banner=None, request_id=None, status=200, kept=None):
+    form.prepare_to_show()
     shown = presenting.find_item(view, item.id)
     if shown is None:
         item.refresh_from_db()
@@ -327,6 +335,8 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "form": form,
         "decision_labels": presenting.DECISION_LABELS,
         "note_hint": presenting.note_hint(*note_rule(form.decisions)),
+        "notes_required": note_rule(form.decisions)[0],
+        "back_query": _inbox_query(request.POST if request.method == "POST" else request.GET),
         "shown_digest": presenting.shown_digest(view),
         "request_id": request_id or _request_id(),
         "banner": banner,
@@ -336,8 +346,29 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "assignable_to": queue.members_who_may_hold(item) if identity.is_operator and shown else [],
         "decided": item.state == WorkItemState.DECIDED,
         "removed": item.state == WorkItemState.REMOVED,
+        **(kept or {}),
     }
     return render(request, "workqueue/work_item.html", context, status=status)
+
+
+def _inbox_query(params) -> str:
+    """The query string of the inbox view a work item was opened from (`back`), canonical: only
+    the inbox's own parameters, so it is never more than a query string of this site."""
+    return queue_params.canonical_query(queue_params.parse(params.get("back", "")))
+
+
+def _next_item_link(identity, back: str):
+    """" · Next item in this view" (its top open item now), or nothing when the view is empty."""
+    query = queue_params.parse(back)
+    declared = _declared_inputs(_process_catalog(identity)) if query.get("process") else (lambda process: {})
+    filters, _, _ = queue_params.read_filters(query, declared)
+    if filters.view == "done":
+        return ""
+    rows, _ = selectors.inbox(identity, filters, now=clock.now(), page=1, page_size=1)
+    if not rows:
+        return " · No more items in this view."
+    url = reverse("workqueue:work_item", args=[rows[0].id]) + (f"?{urlencode({'back': back})}" if back else "")
+    return format_html(' · <a href="{}" data-next-item>Next item in this view</a> <kbd>n</kbd>', url)
 
 
 def _upload_files(identity, request, form: DecisionForm, request_id: str) -> list[Attached] | None:
@@ -374,6 +405,14 @@ def _decide(request, identity, item):
     form = _form_for(item)
     form.fill_from_post(post)
     request_id = post.get("request_id") or _request_id()
+    if post.get("edit"):
+        # A row editor's button (add, remove, move a row or a column) without JavaScript: nothing
+        # is decided; files chosen so far are uploaded now so they stay attached.
+        _upload_files(identity, request, form, request_id)
+        form.edit(post["edit"])
+        # The snapshot stays the one first shown: an edit must not turn a stale page into a fresh one.
+        return _rerender(request, identity, item, form, banner=None, status=200, request_id=request_id,
+                         kept={"form_snapshot": post.get("snapshot", ""), "form_shown": post.get("shown", "")})
     decision = post.get("decision", "")
     arguments = {"runId": item.run_id, "workItemId": item.id, "snapshot": post.get("snapshot", ""),
                  "requestId": request_id}
@@ -385,6 +424,10 @@ def _decide(request, identity, item):
                 "kind": "error", "title": "A file could not be uploaded",
                 "message": "Nothing was decided. Fix the files and decide again."}, status=422)
         arguments.update(form.completion_arguments())
+        if form.refuse_local_problems():
+            return _rerender(request, identity, item, form, banner={
+                "kind": "error", "title": "Check the highlighted values",
+                "message": "Nothing was decided. Each value is shown next to what it should look like."}, status=422)
     elif form.note.strip():
         arguments["note"] = form.note
     envelope = call_tool(identity, "decide", arguments)
@@ -393,8 +436,11 @@ def _decide(request, identity, item):
         run = view["run"]
         state = run["state"] + (f" ({run['outcome']})" if run.get("outcome") else "")
         done = presenting.DONE_LABELS.get(decision, decision)
-        messages.success(request, f"{done}: {run['process']} · {humanize(item.step_id)}. The run is now {state}.")
-        return redirect("workqueue:inbox")
+        back = _inbox_query(post)
+        messages.success(request, format_html(
+            '{} <a href="{}">Open the run</a>{}', f"{done}: {run['process']} · {humanize(item.step_id)}. "
+            f"The run is now {state}.", reverse("workqueue:run", args=[run["id"]]), _next_item_link(identity, back)))
+        return redirect(reverse("workqueue:inbox") + (f"?{back}" if back else ""))
     return _after_refusal(request, identity, item, form, envelope["error"], request_id, post)
 
 
@@ -436,12 +482,12 @@ def _after_refusal(request, identity, item, form, error, request_id, post):
     return _error_page(request, error)
 
 
-def _rerender(request, identity, item, form, *, banner, status, request_id=None):
+def _rerender(request, identity, item, form, *, banner, status, request_id=None, kept=None):
     envelope = call_tool(identity, "get_run", {"runId": item.run_id})
     if not envelope["ok"]:
         return _error_page(request, envelope["error"])
     return _render_item(request, identity, item, envelope["data"], form, banner=banner, request_id=request_id,
-                        status=status)
+                        status=status, kept=kept)
 
 
 # ---------------------------------------------------------------- who is on it (take, release, assign)
@@ -558,6 +604,12 @@ def start_run(request, identity):
             widget.fill_from_post(request.POST)
         mode = "test" if request.POST.get("mode") == "test" else "live"
         request_id = request.POST.get("request_id") or _request_id()
+        if request.POST.get("edit"):  # a row editor's button: the same form again, one row more or less
+            apply_edit(widgets, request.POST["edit"])
+            for widget in widgets:
+                widget.prepare_to_show()
+            context.update(mode=mode, request_id=request_id)
+            return render(request, "workqueue/start_run.html", context)
         envelope = call_tool(identity, "start_run", {"process": chosen["name"], "inputs": read_widgets(widgets),
                                                      "mode": mode, "requestId": request_id})
         if envelope["ok"]:
@@ -566,12 +618,15 @@ def start_run(request, identity):
             return redirect("workqueue:run", run_id=run["id"])
         error = envelope["error"]
         issues = Issues.sort(error.get("issues") or [error["message"]], [w.name for w in widgets], "inputs")
-        issues.apply(widgets)
+        issues.apply(widgets, prefix="inputs")
         for widget in widgets:
-            widget.errors += [f"Hint: {hint}" for hint in widget.hints if widget.errors]
+            widget.errors += worded([f"Hint: {hint}" for hint in widget.hints if widget.errors], {})
+            widget.prepare_to_show()
         context.update(general_errors=issues.general, mode=mode, error=error,
                        request_id=request_id if error["code"] == "retry" else _request_id())
         return render(request, "workqueue/start_run.html", context, status=HTTP_STATUS.get(error["code"], 400))
+    for widget in widgets:
+        widget.prepare_to_show()
     return render(request, "workqueue/start_run.html", context)
 
 

@@ -1,0 +1,120 @@
+"""Issue lines of the protocol (`output.manager: missing`) as sentences a person acts on
+("Enter the manager's email address."). The raw line is kept beside it for support; the rules that
+produce issues stay in the services, this only words them.
+"""
+
+import re
+
+INDEXED = re.compile(r"^(?P<field>[^\[.]+)(?P<rest>(?:\[\d+\]|\.[^\[.]+)*)$")
+ITEM = re.compile(r"\[(\d+)\]")
+
+
+class PlainIssue(str):
+    """An issue line (compares as the line itself) that also carries the person's sentence."""
+
+    sentence: str
+
+    def __new__(cls, raw: str, sentence: str):
+        issue = super().__new__(cls, raw)
+        issue.sentence = sentence
+        return issue
+
+
+def human_key(name: str) -> str:
+    """A field's key as people read it: `vendorName` and `vendor_name` read "Vendor name"."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name or ""))
+    words = re.sub(r"[_-]+", " ", spaced).strip().lower()
+    return words[:1].upper() + words[1:]
+
+
+def worded(issues, widgets_by_name: dict, prefix: str = "output") -> list[PlainIssue]:
+    return [issue if isinstance(issue, PlainIssue) else PlainIssue(issue, sentence(issue, widgets_by_name, prefix))
+            for issue in issues]
+
+
+def _the(label: str) -> str:
+    """'the vendor name' for a label that reads as a noun phrase."""
+    lowered = label[:1].lower() + label[1:] if label[1:2].islower() or len(label) == 1 else label
+    owned = ("the ", "a ", "an ", "your ", "their ", "his ", "her ", "our ", "my ", "its ")
+    return lowered if lowered.lower().startswith(owned) else f"the {lowered}"
+
+
+def _field_sentence(problem: str, label: str, kind: str, control: str) -> str | None:
+    the = _the(label)
+    if problem == "missing":
+        if control in ("select", "boolean", "checkboxes"):
+            return f"Choose {the}."
+        if kind == "person":
+            return f"Enter {the} (the person's email address)."
+        if control in ("items", "rows", "pairs"):
+            return f"Fill in {the}: at least one entry."
+        return f"Enter {the}."
+    if problem.startswith("expected number"):
+        return f"Enter {the} as a number, like 1250.50."
+    if problem.startswith("expected date ("):
+        return f"Enter {the} as a date, like 2026-10-06."
+    if problem.startswith("expected datetime"):
+        return f"Enter {the} as a date and a time."
+    if problem.startswith("expected person"):
+        return f"Enter {the} as the person's email address."
+    if problem.startswith("expected boolean"):
+        return f"Choose yes or no for {the}."
+    if problem.startswith(("expected list", "expected object")):
+        return f"Fill in {the} entry by entry."
+    if problem.startswith("expected string"):
+        return f"Enter {the} as text."
+    if problem.startswith("must be one of "):
+        return f"Choose {the} from the list: {problem.removeprefix('must be one of ')}."
+    if "is not a person in this organization" in problem or "who is not a person" in problem:
+        return f"{label}: nobody in your organization has that email address."
+    if problem.startswith("not declared"):
+        return f"{label} is not a field of this step; leave it out."
+    return None
+
+
+PART_SENTENCES = [
+    (re.compile(r"^evidence: file required$"), "Attach at least one file (a receipt, a report, a scan)."),
+    (re.compile(r"^evidence: link required$"), "Add at least one link or reference."),
+    (re.compile(r"^evidence (\S+): not found$"), "A file you attached is no longer available; attach it again."),
+    (re.compile(r"^evidence (\S+): stored bytes no longer match"), "A file you attached was damaged in storage; attach it again."),
+    (re.compile(r"^next: required, one of (.+)$"), "Choose where the work goes next."),
+    (re.compile(r'^next: "(.+)" is not one of (.+)$'), "Choose where the work goes next from the list."),
+    (re.compile(r"^reason: required$"), "Say in a sentence why you chose this route."),
+    (re.compile(r"^note: required$"), "Write a note that says why, for whoever gets the work back."),
+    (re.compile(r"^summary: missing$"), "Write a short summary of what you did and found."),
+    (re.compile(r"^summary: at most (\d+) characters"), "Make the summary shorter (at most {0} characters)."),
+    (re.compile(r"^decision: "), "Choose a decision with one of the buttons."),
+]
+
+
+def sentence(issue: str, widgets_by_name: dict, prefix: str = "output") -> str:
+    """The person's sentence for one issue line (the line itself when no better wording is known)."""
+    head, _, problem = issue.partition(": ")
+    known = next((p for p in (prefix, "output", "inputs") if head.startswith(p + ".")), None)
+    if known:
+        match = INDEXED.match(head[len(known) + 1 :])
+        if match:
+            widget = widgets_by_name.get(match.group("field"))
+            label = widget.label if widget else human_key(match.group("field"))
+            kind = widget.type if widget else ""
+            control = widget.control if widget else ""
+            rest = match.group("rest")
+            if rest:
+                item = ITEM.search(rest)
+                inner = rest.split(".")[-1] if "." in rest else ""
+                where = f"{label}, entry {int(item.group(1)) + 1}" if item else label
+                if inner:
+                    where += f", {human_key(inner).lower()}"
+                kind = (widget.item_type if widget else "") or ""
+                worded = _field_sentence(problem, where, kind, "")
+            else:
+                worded = _field_sentence(problem, label, kind, control)
+            if worded:
+                return worded
+    for pattern, text in PART_SENTENCES:
+        found = pattern.match(issue)
+        if found:
+            return text.format(*found.groups())
+    if issue.startswith("Hint: "):
+        return issue.removeprefix("Hint: ").capitalize().rstrip(".") + "."
+    return issue[:1].upper() + issue[1:] + ("" if issue.endswith(".") else ".")
