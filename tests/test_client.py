@@ -8,6 +8,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -303,6 +304,16 @@ def test_upload_from_a_path_and_a_file_over_the_limit_is_refused_before_sending(
             f"contentBase64: {too_big.stat().st_size} bytes, more than maxUploadBytes (10485760)"]
         with pytest.raises(FileNotFoundError):
             mine.upload(tmp_path / "missing.pdf")
+        # A body past what the HTTP layer takes is refused there (413), not retried: over MCP the SDK
+        # says only "Server returned an error response", and the client reads the 413 itself.
+        started = time.monotonic()
+        with pytest.raises(client.Invalid) as too_big_a_body:
+            mine.upload(b"x" * (14 * 1024 * 1024), file_name="big.bin")
+        assert time.monotonic() - started < 10
+        if transport == "rest":
+            assert too_big_a_body.value.issues == ["body: larger than the server accepts"]
+        else:
+            assert too_big_a_body.value.message.startswith("HTTP 413")
     assert Upload.objects.count() == 1  # nothing else stored
 
 

@@ -150,6 +150,17 @@ def test_escalate_and_a_failing_handler(live_server_url, screening, agent, event
     assert (failure.runId, failure.error) == (second, "RuntimeError")
 
 
+def test_a_worker_with_a_token_the_server_refuses_stops_at_once(live_server_url):
+    import client
+
+    before = signal.getsignal(signal.SIGTERM)
+    started = time.monotonic()
+    with pytest.raises(client.Forbidden) as refused:
+        Worker(live_server_url, "apt_not-a-token").run(lambda step: None)
+    assert refused.value.code == "forbidden" and time.monotonic() - started < 5
+    assert signal.getsignal(signal.SIGTERM) is before  # its SIGTERM handler is gone again
+
+
 def test_a_worker_over_mcp_works_several_steps_at_once(live_server_url, screening, agent):
     runs = start_runs(live_server_url, agent.token, "screen-and-approve",
                       [{"vendorName": f"Vendor {index}"} for index in range(4)])

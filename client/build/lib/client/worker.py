@@ -160,18 +160,18 @@ class Worker:
     def run(self, handler: Handler, *, until_idle: bool = False) -> WorkerStats:
         """Work until stopped (SIGTERM, SIGINT, `stop()`), or with `until_idle` until no work is
         left. Returns the counts; raises `Forbidden` at once for a token the server refuses."""
-        previous = self._install_signals()
-        self._lease_seconds = self.client.described().lease_seconds
         threads = [threading.Thread(target=self._serve, args=(handler, index), name=f"{self.name}-{index}", daemon=True)
                    for index in range(self.concurrency)]
-        for thread in threads:
-            thread.start()
-        self._log(logging.INFO, "worker started", "worker_started", concurrency=self.concurrency,
-                  forProcess=self.process, transport=self.client.transport.name)
+        previous = self._install_signals()
         try:
+            self._lease_seconds = self.client.described().lease_seconds
+            for thread in threads:
+                thread.start()
+            self._log(logging.INFO, "worker started", "worker_started", concurrency=self.concurrency,
+                      forProcess=self.process, transport=self.client.transport.name)
             self._dispatch(until_idle)
         finally:
-            self._shut_down(threads)
+            self._shut_down([thread for thread in threads if thread.is_alive()])
             self._restore_signals(previous)
             if self._own_client:
                 self.client.close()
