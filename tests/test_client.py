@@ -331,8 +331,12 @@ def test_the_client_imports_nothing_of_the_server():
 
 def test_the_client_installs_alone_from_its_own_pyproject(tmp_path):
     """A wheel built from client/pyproject.toml holds the package and works outside the repository."""
+    import shutil
+
+    source = tmp_path / "source"  # a copy: setuptools leaves build/ and *.egg-info where it builds
+    shutil.copytree(ROOT / "client", source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path),
-                            str(ROOT / "client")], check=False, capture_output=True, text=True, timeout=120)
+                            str(source)], check=False, capture_output=True, text=True, timeout=120)
     if built.returncode and "satisfies the requirement setuptools" in built.stderr:
         pytest.skip("pip cannot fetch setuptools (the build backend) here; the wheel was not built")
     assert built.returncode == 0, built.stderr
