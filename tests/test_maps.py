@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
 from processes import maps
 from processes.maps import mermaid, svg
+from tests.support.processes import ACCOUNT_CLOSURE, CHECKED_VENDOR, OUTAGE_RESPONSE, SCHEDULED_POST
+from tests.support.spec import EXAMPLES, FIXTURES, SPEC, need_spec
 
-SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
-FIXTURES = SPEC / "conformance" / "fixtures"
 GUIDE = SPEC / "guides" / "process-maps.md"
-needs_spec = pytest.mark.skipif(not SPEC.is_dir(), reason=f"shared spec not found at {SPEC}")
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -31,20 +29,25 @@ def frontmatter_from(text: str) -> dict:
 
 
 def load_fixture(name: str) -> dict:
+    need_spec()
     return frontmatter_from((FIXTURES / name / "PROCESS.md").read_text())
+
+
+def load_example(name: str) -> dict:
+    return frontmatter_from((EXAMPLES / name / "PROCESS.md").read_text())
 
 
 def fixture_names() -> list:
     if not FIXTURES.is_dir():
-        return [pytest.param("missing", marks=needs_spec)]
+        return ["missing"]  # load_fixture skips it with the one reason for spec-reading tests
     return sorted(p.parent.name for p in FIXTURES.glob("*/PROCESS.md"))
 
 
 def guide_blocks() -> tuple[dict, list[str]]:
     """The guide's supplier-onboarding PROCESS.md and the Mermaid diagram drawn from it."""
     text = GUIDE.read_text()
-    process = re.search(r"```markdown supplier-onboarding/PROCESS.md\n(.*?)\n```", text, re.S).group(1)
-    diagram = re.search(r"```mermaid\n(.*?)\n```", text, re.S).group(1)
+    process = re.search(r"```markdown supplier-onboarding/PROCESS.md\n(.*?)\n```", text, re.DOTALL).group(1)
+    diagram = re.search(r"```mermaid\n(.*?)\n```", text, re.DOTALL).group(1)
     return frontmatter_from(process), diagram.splitlines()
 
 
@@ -106,7 +109,7 @@ def test_fixture_renders_mermaid_and_svg(name):
     text = mermaid(frontmatter)
     assert text.startswith("flowchart TD\n")
     for step in steps:
-        assert re.search(rf"^  {step['id']}[(\[{{]", text, re.M), step["id"]
+        assert re.search(rf"^  {step['id']}[(\[{{]", text, re.MULTILINE), step["id"]
 
     root = render(frontmatter)
     assert root.tag == f"{SVG_NS}svg"
@@ -141,16 +144,14 @@ def test_fixture_layout_keeps_nodes_apart(name):
 # --- the guide's example ---------------------------------------------------
 
 
-@needs_spec
 def test_mermaid_matches_the_guide_diagram_line_by_line():
+    need_spec()
     frontmatter, expected = guide_blocks()
     assert mermaid(frontmatter).splitlines() == expected
 
 
-@needs_spec
 def test_svg_routes_are_labelled_with_their_when_text():
-    frontmatter, _ = guide_blocks()
-    root = render(frontmatter)
+    root = render(load_example("supplier-onboarding"))
     labels = edge_labels(root)
     assert labels[("check_vendor", "approve")] == "Vendor is cleared on both lists"
     assert labels[("check_vendor", "decline")] == "Any sanctions hit"
@@ -158,12 +159,11 @@ def test_svg_routes_are_labelled_with_their_when_text():
     assert labels[("approve", "check_vendor")] == "Rejected"
 
 
-# --- particular features on fixtures --------------------------------------
+# --- particular features on the project's processes --------------------------------------
 
 
-@needs_spec
 def test_approve_has_dashed_rejected_edge_back_to_on_reject():
-    root = render(load_fixture("vendor-check"))
+    root = render(frontmatter_from(CHECKED_VENDOR))
     found = edges(root)
     assert is_dashed(found[("rejected", "approve", "check_vendor")])
     assert not is_dashed(found[("approved", "approve", "done")])
@@ -173,9 +173,8 @@ def test_approve_has_dashed_rejected_edge_back_to_on_reject():
     assert edge_labels(root)[("approve", "check_vendor")] == "Rejected"
 
 
-@needs_spec
 def test_approve_without_on_reject_ends_at_generated_rejected_pill():
-    frontmatter = load_fixture("customer-offboarding")
+    frontmatter = frontmatter_from(ACCOUNT_CLOSURE)
     root = render(frontmatter)
     pill = node_groups(root)["rejected_authorize"]
     assert {"kind-outcome", "generated"} <= classes(pill)
@@ -189,16 +188,14 @@ def test_approve_without_on_reject_ends_at_generated_rejected_pill():
     assert '  authorize -->|"Approved"| effective_time' in lines
 
 
-@needs_spec
 def test_each_approval_without_on_reject_gets_its_own_pill():
-    root = render(load_fixture("invoice-approval"))
+    root = render(load_example("invoice-approval"))
     pills = [key for key, g in node_groups(root).items() if "kind-outcome" in classes(g)]
-    assert sorted(pills) == ["rejected_cfo_review", "rejected_finance_review", "rejected_manager_review"]
+    assert sorted(pills) == ["rejected_controller_approval", "rejected_lead_approval"]
 
 
-@needs_spec
 def test_wait_for_timeout_edge_goes_to_on_timeout():
-    frontmatter = load_fixture("customer-offboarding")
+    frontmatter = frontmatter_from(ACCOUNT_CLOSURE)
     root = render(frontmatter)
     found = edges(root)
     assert is_dashed(found[("timeout", "settlement_event", "finance_followup")])
@@ -210,9 +207,8 @@ def test_wait_for_timeout_edge_goes_to_on_timeout():
     assert '  settlement_event -.->|"Timeout"| finance_followup' in lines
 
 
-@needs_spec
 def test_parallel_draws_fork_and_join():
-    frontmatter = load_fixture("major-incident")
+    frontmatter = frontmatter_from(OUTAGE_RESPONSE)
     root = render(frontmatter)
     nodes, found = node_groups(root), edges(root)
     assert "kind-parallel" in classes(nodes["respond"])
@@ -233,9 +229,8 @@ def test_parallel_draws_fork_and_join():
     assert "  respond_join --> close_review" in lines
 
 
-@needs_spec
 def test_wait_until_label():
-    lines = mermaid(load_fixture("blog-publication")).splitlines()
+    lines = mermaid(frontmatter_from(SCHEDULED_POST)).splitlines()
     assert '  publication_time[/"Publication time<br/>Wait until inputs.publishAt"/]:::wait' in lines
     assert '  editor_review -.->|"Rejected"| draft' in lines
 

@@ -1,15 +1,12 @@
 """processes.parsing: delimiters, the body byte for byte, and YAML 1.2 read as plain JSON data."""
 
-from pathlib import Path
-
 import pytest
 import rfc8785
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from processes.parsing import DELIMITER_ISSUE, ParsedFile, parse_process_file
-
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "conformance" / "fixtures"
+from tests.support.spec import fixture_texts, need_spec, own_process_texts
 
 
 def frontmatter_of(yaml: str) -> ParsedFile:
@@ -208,16 +205,10 @@ def test_second_document_refused():
 # ---------------------------------------------------------------- fixtures and fuzzing
 
 
-def fixture_texts() -> list[str]:
-    if not FIXTURES.is_dir():
-        return []
-    return [path.read_text(encoding="utf-8") for path in sorted(FIXTURES.glob("*/PROCESS.md"))]
-
-
 def test_every_fixture_parses():
+    need_spec()
     texts = fixture_texts()
-    if not texts:
-        pytest.skip(f"spec fixtures not found at {FIXTURES}")
+    assert texts, "the spec has no fixtures"
     for text in texts:
         parsed = parse_process_file(text)
         assert parsed.issues == []
@@ -239,11 +230,9 @@ def test_never_raises_on_yaml_punctuation(yaml):
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), insert=st.text(max_size=8), cut=st.integers(min_value=0, max_value=6))
-def test_never_raises_on_mutated_fixtures(data, insert, cut):
-    texts = fixture_texts()
-    if not texts:
-        pytest.skip(f"spec fixtures not found at {FIXTURES}")
-    text = data.draw(st.sampled_from(texts))
+def test_never_raises_on_mutated_processes(data, insert, cut):
+    # Seeds: the project's own processes, and the spec's fixtures too when they are beside it.
+    text = data.draw(st.sampled_from(own_process_texts() + fixture_texts()))
     position = data.draw(st.integers(min_value=0, max_value=len(text)))
     _check_result(parse_process_file(text[:position] + insert + text[position + cut :]))
 

@@ -3,16 +3,18 @@
 import hashlib
 import io
 import json
+from pathlib import Path
 
 import pytest
-import yaml  # PyYAML: an independent parser for the hash vector (the fixtures have no 1.1/1.2 ambiguity)
+import yaml  # PyYAML: an independent parser for the hash vector (the process has no 1.1/1.2 ambiguity)
 from django.core.management import call_command
 from django.test import override_settings
 
 from processes.models import ImmutableError, ProcessVersion
 from processes.parsing import parse_process_file
 from processes.validation import role_names
-from tests.support.spec import CORE_FIXTURES, EXAMPLES, FIXTURES, PROFILE_FIXTURES, fixture_text, need_spec
+from tests.support.processes import ACCOUNT_CLOSURE, CHECKED_VENDOR, OUTAGE_RESPONSE
+from tests.support.spec import CORE_FIXTURES, EXAMPLES, FIXTURES, RUNNER_PROCESSES, fixture_text
 
 
 def run_cli(*args):
@@ -23,6 +25,14 @@ def run_cli(*args):
     except SystemExit as exit_:
         code = exit_.code
     return code, out.getvalue(), err.getvalue()
+
+
+def process_folder(tmp_path, text: str) -> Path:
+    """A folder named as the process, holding the text as its PROCESS.md (the CLI reads folders)."""
+    folder = tmp_path / parse_process_file(text).frontmatter["name"]
+    folder.mkdir()
+    (folder / "PROCESS.md").write_text(text)
+    return folder
 
 
 def bind_all(text: str) -> list[str]:
@@ -48,23 +58,22 @@ def test_major_incident_publishes_with_parallel_offered(db):
     assert out.startswith("published major-incident version 1 ")
 
 
-def test_vendor_check_is_refused_without_an_evaluator(db, settings):
+def test_a_check_process_is_refused_without_an_evaluator(db, settings, tmp_path):
     """check-1 preamble: without an evaluator configured, a process using check: is refused."""
     settings.CHECK_EVALUATOR_URL = ""
-    assert "vendor-check" in PROFILE_FIXTURES
-    text = fixture_text("vendor-check")
-    code, _out, err = run_cli(str(FIXTURES / "vendor-check"), *bind_all(text), "--publish")
+    text = CHECKED_VENDOR
+    code, _out, err = run_cli(str(process_folder(tmp_path, text)), *bind_all(text), "--publish")
     assert code == 1
     assert err.splitlines() == ["steps[0] (check_vendor): needs profile check-1, which this server does not offer"]
     assert not ProcessVersion.objects.exists()
 
 
-def test_without_the_parallel_profile_major_incident_is_refused(db, settings, agent):
+def test_without_the_parallel_profile_a_parallel_process_is_refused(db, settings, agent, tmp_path):
     """Spec §8: a server refuses at publication a process whose keys need a profile it lacks."""
     settings.DISABLED_PROFILES = ["parallel-1"]
     assert agent.ok("describe")["profiles"] == []
-    text = fixture_text("major-incident")
-    code, _out, err = run_cli(str(FIXTURES / "major-incident"), *bind_all(text), "--publish")
+    text = OUTAGE_RESPONSE
+    code, _out, err = run_cli(str(process_folder(tmp_path, text)), *bind_all(text), "--publish")
     assert code == 1
     # One line per step using a profile construct: `parallel:` on respond, `next: join` in each branch.
     assert err.splitlines() == [f"steps[{i}] ({step}): needs profile parallel-1, which this server does not offer"
@@ -73,13 +82,13 @@ def test_without_the_parallel_profile_major_incident_is_refused(db, settings, ag
 
 def test_content_hash_equals_an_independently_computed_vector(db, publish):
     """§6 rule 5: SHA-256 over the RFC 8785 JSON of the parsed frontmatter, one newline, the body."""
-    text = fixture_text("supplier-rfp")
+    text = (RUNNER_PROCESSES / "conformance-agent-loop" / "PROCESS.md").read_text()
     _, frontmatter_text, body = text.split("---\n", 2)
     # Keys and strings are ASCII and no floats occur, so sorted compact JSON is the RFC 8785 form.
     canonical = json.dumps(yaml.safe_load(frontmatter_text), sort_keys=True, separators=(",", ":"),
                            ensure_ascii=False).encode()
     expected = hashlib.sha256(canonical + b"\n" + body.encode()).hexdigest()
-    version = publish(text, {"procurement-buyer": "buyers", "procurement-manager": "managers"})
+    version = publish(text, {"approver": "approvers"})
     assert version.content_hash == expected
 
 
@@ -140,10 +149,9 @@ def test_publish_refuses_file_evidence_without_the_upload_tool(db, agent):
 
 
 @override_settings(DISABLED_TOOLS=["send_event"])
-def test_publish_refuses_wait_for_without_the_send_event_tool(db):
-    need_spec()
-    text = fixture_text("customer-offboarding")
-    code, _out, err = run_cli(str(FIXTURES / "customer-offboarding"), *bind_all(text), "--publish")
+def test_publish_refuses_wait_for_without_the_send_event_tool(db, tmp_path):
+    text = ACCOUNT_CLOSURE
+    code, _out, err = run_cli(str(process_folder(tmp_path, text)), *bind_all(text), "--publish")
     assert code == 1
     assert err.splitlines() == [
         "steps[4] (settlement_event): wait_for needs the send_event tool, which this server does not offer"]

@@ -2,7 +2,6 @@
 
 import copy
 import functools
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,9 +17,9 @@ from processes.validation import (
     validate,
 )
 from tests.support.mutation import mutate
+from tests.support.processes import CHECKED_VENDOR, OUTAGE_RESPONSE
+from tests.support.spec import FIXTURES, fixture_texts, need_spec, own_process_texts
 
-SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec"
-FIXTURES = SPEC / "conformance" / "fixtures"
 BOTH = frozenset({"parallel-1", "check-1"})
 PARALLEL = frozenset({"parallel-1"})
 CHECK = frozenset({"check-1"})
@@ -69,9 +68,14 @@ def routed() -> dict:
 
 
 def fixture_frontmatter(name: str) -> dict:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"spec fixtures not found at {FIXTURES}")
+    need_spec()
     return copy.deepcopy(_parsed_fixture(name))
+
+
+def frontmatter_of(text: str) -> dict:
+    parsed = parse_process_file(text)
+    assert parsed.issues == []
+    return parsed.frontmatter
 
 
 @functools.cache
@@ -119,12 +123,11 @@ def test_every_fixture_is_valid_with_both_profiles(name):
 
 
 def test_fixture_list_is_complete():
-    if not FIXTURES.is_dir():
-        pytest.skip(f"spec fixtures not found at {FIXTURES}")
+    need_spec()
     assert fixture_names() == sorted(CORE_FIXTURES + ["major-incident", "vendor-check"])
 
 
-def test_major_incident_without_parallel_gives_only_the_profile_lines():
+def test_a_parallel_process_without_parallel_gives_only_the_profile_lines():
     # One line per step that uses a parallel construct: the parallel step and each `next: join`.
     needs = "needs profile parallel-1, which this server does not offer"
     expected = [
@@ -133,14 +136,14 @@ def test_major_incident_without_parallel_gives_only_the_profile_lines():
         f"steps[3] (security): {needs}",
         f"steps[4] (communications): {needs}",
     ]
-    assert validate(fixture_frontmatter("major-incident")) == expected
-    assert validate(fixture_frontmatter("major-incident"), profiles=CHECK) == expected
+    assert validate(frontmatter_of(OUTAGE_RESPONSE)) == expected
+    assert validate(frontmatter_of(OUTAGE_RESPONSE), profiles=CHECK) == expected
 
 
-def test_vendor_check_without_check_gives_only_the_profile_line():
+def test_a_check_process_without_check_gives_only_the_profile_line():
     expected = ["steps[0] (check_vendor): needs profile check-1, which this server does not offer"]
-    assert validate(fixture_frontmatter("vendor-check")) == expected
-    assert validate(fixture_frontmatter("vendor-check"), profiles=PARALLEL) == expected
+    assert validate(frontmatter_of(CHECKED_VENDOR)) == expected
+    assert validate(frontmatter_of(CHECKED_VENDOR), profiles=PARALLEL) == expected
 
 
 # ---------------------------------------------------------------- top level
@@ -1089,16 +1092,20 @@ def test_validate_never_raises_on_step_shaped_data(data, steps):
     assert isinstance(validate({**data, "steps": steps}, profiles=BOTH), list)
 
 
+# Seeds: the project's own processes, and the spec's fixtures too when they are beside it.
+MUTATION_SEEDS = [frontmatter_of(text) for text in own_process_texts() + fixture_texts()]
+
+
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    name=st.sampled_from(CORE_FIXTURES + ["major-incident", "vendor-check"]),
+    seed=st.sampled_from(MUTATION_SEEDS),
     path=st.lists(st.integers(min_value=0, max_value=50), max_size=6),
     replacement=JSON_DATA,
     profiles=PROFILE_SETS,
 )
-def test_validate_never_raises_on_mutated_fixtures(name, path, replacement, profiles):
-    doc = mutate(fixture_frontmatter(name), path, replacement)
-    assert isinstance(validate(doc, profiles=profiles, folder_name=name), list)
+def test_validate_never_raises_on_mutated_processes(seed, path, replacement, profiles):
+    doc = mutate(copy.deepcopy(seed), path, replacement)
+    assert isinstance(validate(doc, profiles=profiles, folder_name=seed["name"]), list)
 
 
 GRAPH_IDS = st.sampled_from(["a", "b", "c", "d", "e", "join"])

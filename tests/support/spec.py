@@ -14,6 +14,7 @@ SPEC = ROOT.parent / "shared" / "spec"
 FIXTURES = SPEC / "conformance" / "fixtures"
 SCHEMAS = SPEC / "schemas" / "core-2"
 EXAMPLES = ROOT / "processes" / "examples"
+RUNNER_PROCESSES = ROOT / "conformance" / "processes"  # the conformance runner's own scenarios
 
 CORE_FIXTURES = [
     "blog-publication", "contract-review", "customer-offboarding", "employee-onboarding", "expense-reimbursement",
@@ -44,3 +45,9 @@ def fixture_texts() -> list[str]:
     if not FIXTURES.is_dir():
         return []
     return [path.read_text(encoding="utf-8") for path in sorted(FIXTURES.glob("*/PROCESS.md"))]
+
+
+def own_process_texts() -> list[str]:
+    """The project's own PROCESS.md files (the runner's scenarios and the examples): seeds that need no spec."""
+    paths = sorted(RUNNER_PROCESSES.glob("*/PROCESS.md")) + sorted(EXAMPLES.glob("*/PROCESS.md"))
+    return [path.read_text(encoding="utf-8") for path in paths]
