@@ -35,9 +35,25 @@ def parse_args(argv):
     parser.add_argument("--lease-wait-max", type=float, default=15.0, metavar="S",
                         help="wait out a lease this short or shorter to see it lapse (default 15 s)")
     parser.add_argument("--print-publish", action="store_true",
-                        help="print the import_process lines that publish the runner's processes, and exit")
+                        help="print the import_process lines that publish the runner's processes, and exit; with "
+                             "--agent-token, only those for the profiles the server's describe offers")
     parser.add_argument("--python", default=".venv/bin/python", help="the python of --print-publish lines")
     return parser.parse_args(argv)
+
+
+def offered_profiles(transport_name: str, url: str, token: str) -> set[str] | None:
+    """The profiles the server's describe offers; None (said on stderr) when it does not answer."""
+    transport = make_transport(transport_name, url)
+    try:
+        envelope, problems = transport.call(token, "describe", {})
+    except OSError as error:  # no server there (REST; MCP says so in problems): a line, not a traceback
+        envelope, problems = None, [f"{type(error).__name__}: {error}"]
+    finally:
+        transport.close()
+    if not isinstance(envelope, dict) or not envelope.get("ok"):
+        print(f"describe at {url} did not answer ok: {envelope or '; '.join(problems)}", file=sys.stderr)
+        return None
+    return set(envelope["data"].get("profiles") or [])
 
 
 def main(argv=None) -> int:
@@ -54,7 +70,12 @@ def main(argv=None) -> int:
         return 2
     if args.print_publish:
         groups = [g for g, _ in people] or ["<approver-group>", "<reviewer-group>"]
-        for line in publish_lines(groups if len(groups) > 1 else groups * 2, args.spec, args.python):
+        offered = None
+        if args.agent_token:
+            offered = offered_profiles(args.transport, args.url, args.agent_token[0])
+            if offered is None:
+                return 2
+        for line in publish_lines(groups if len(groups) > 1 else groups * 2, args.spec, args.python, offered):
             print(line)
         return 0
     if not args.agent_token or len(people) < 2 or not args.operator_token:

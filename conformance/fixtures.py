@@ -37,10 +37,14 @@ def walk_scenarios(session) -> list[Scenario]:
     return entries
 
 
-def publish_lines(groups: list[str], spec: Path | None, python: str = ".venv/bin/python") -> list[str]:
+def publish_lines(groups: list[str], spec: Path | None, python: str = ".venv/bin/python",
+                  offered: set[str] | None = None) -> list[str]:
     """One import_process line per process: the runner's roles bound to the --person groups, every
-    role of a spec fixture bound to the first group."""
-    def line(folder: Path, bindings: dict[str, str], profile: str | None) -> str:
+    role of a spec fixture bound to the first group. Given the profiles a server `offered`, only the
+    lines it can publish; otherwise each profile's line says which profile it needs."""
+    def line(folder: Path, bindings: dict[str, str], profile: str | None) -> str | None:
+        if profile and offered is not None and profile not in offered:
+            return None
         binds = " ".join(f"--bind {shlex.quote(f'{role}={group}')}" for role, group in bindings.items())
         text = f"{python} manage.py import_process {shlex.quote(str(folder))} {binds} --publish".replace("  ", " ")
         return text + (f"   # only if describe offers {profile}" if profile else "")
@@ -53,4 +57,4 @@ def publish_lines(groups: list[str], spec: Path | None, python: str = ".venv/bin
     for name, folder in spec_fixtures(spec).items():
         graph = Graph(load_frontmatter((folder / "PROCESS.md").read_text()))
         lines.append(line(folder, {role: groups[0] for role in graph.roles()}, FIXTURE_PROFILES.get(name)))
-    return lines
+    return [text for text in lines if text is not None]
