@@ -998,8 +998,9 @@ def _svg_document(graph: Graph, bounds: _Bounds, edges: list[str], nodes: list[s
     height = math.ceil(bounds.bottom + MARGIN) - top
     title = _esc("Process map: " + (graph.name or "process"))
     description = f"<desc>{_esc(graph.description)}</desc>" if graph.description else ""
+    role = "group" if any("<a " in node for node in nodes) else "img"  # an img holds no links (WCAG 4.1.2)
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="apmap" role="img" aria-label="{title}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="apmap" role="{role}" aria-label="{title}" '
         f'viewBox="{left} {top} {width} {height}" width="{width}" height="{height}" '
         f'font-family="{FONT_FAMILY}">'  # sized by the page's style sheet (no inline style: CSP)
         f"<title>{title}</title>{description}{_DEFS}"
