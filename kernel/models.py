@@ -236,3 +236,14 @@ class NoticePreference(models.Model):
 
     def __str__(self):
         return f"{self.kind}: {self.delivery}"
+
+
+class PageSettings(models.Model):
+    """How the pages show things to one person (issue 16, point 2): their time zone; blank means
+    the browser's own."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="page_settings")
+    time_zone = models.CharField(max_length=64, blank=True)
+
+    def __str__(self):
+        return self.time_zone or "browser's time zone"

@@ -112,6 +112,18 @@ def runs_list(identity: Identity, *, process=None, state=None, inputs=None, limi
     return rows[:limit], next_cursor
 
 
+def file_facts(organization, refs) -> dict[str, dict]:
+    """upload id -> its name, size, content type and hash, for the organization's uploads among `refs`
+    (one query)."""
+    refs = [ref for ref in refs if isinstance(ref, str)]
+    if not refs:
+        return {}
+    rows = Upload.objects.filter(organization=organization, pk__in=refs).values(
+        "pk", "file_name", "size", "content_type", "sha256")
+    return {row["pk"]: {"name": row["file_name"], "size": row["size"], "type": row["content_type"],
+                        "sha256": row["sha256"]} for row in rows}
+
+
 def file_names(organization, refs) -> dict[str, str]:
     """upload id -> the file's name, for the organization's uploads among `refs` (one query)."""
     refs = [ref for ref in refs if isinstance(ref, str)]

@@ -475,7 +475,7 @@ def test_work_item_page_shows_step_text_body_inputs_and_earlier_steps(publish, p
     assert "Approve only when the vendor is cleared and the spend is justified." in html
     assert "<h1>Supplier onboarding</h1>" in html  # the body, rendered from Markdown
     assert "Acme &lt;b&gt;Corp&lt;/b&gt;" in html and "Acme <b>Corp</b>" not in html  # inputs escaped
-    assert "48000" in html
+    assert "48,000" in html  # with the locale's separators (issue 16, point 2)
     assert "Checked OFAC and EU." in html  # earlier step's summary
     assert "No hits" in html  # route reason
     assert re.search(r'href="http[^"]+/files/f_[^"]+\?t=[^"]+"', html)  # file evidence opens via its url

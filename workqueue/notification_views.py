@@ -2,6 +2,7 @@
 summary mail, or not at all. The view parses the form and calls the service; the rules (which
 kinds a person can choose, the defaults, what a choice means) live in runs/services/notifications.py."""
 
+import zoneinfo
 from dataclasses import replace
 
 from django.conf import settings
@@ -13,6 +14,7 @@ from django.views.decorators.http import require_http_methods
 from kernel import clock
 from kernel.errors import ToolError
 from kernel.models import Delivery
+from kernel.page_settings import time_zone_of
 from runs.services import notifications
 
 from .views import person_view
@@ -26,6 +28,9 @@ def _how_often() -> str:
     if minutes > 60 and minutes % 60 == 0:
         return f"once every {minutes / 60:g} hours"
     return f"once every {minutes:g} minutes"
+
+
+ZONES = sorted(zone for zone in zoneinfo.available_timezones() if "/" in zone and not zone.startswith(("Etc/", "SystemV/")))
 
 
 @person_view
@@ -47,4 +52,5 @@ def notification_settings(request, identity):
             return redirect(reverse("workqueue:notification_settings"))
     return render(request, "workqueue/notification_settings.html", {
         "choices": choices, "deliveries": Delivery.choices, "errors": errors, "how_often": _how_often(),
+        "time_zone": time_zone_of(request.user), "zones": ZONES,
     }, status=status)

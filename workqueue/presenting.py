@@ -162,6 +162,28 @@ def step_panels(view: dict, *, only_with_data: bool = False) -> list[StepPanel]:
     return panels
 
 
+def file_refs(view: dict) -> set[str]:
+    """Every uploaded file run data names as evidence (current and earlier completions)."""
+    refs = set()
+    for entry in view["data"]["steps"].values():
+        for completion in [entry, *(entry.get("history") or [])] if isinstance(entry, dict) else []:
+            for item in completion.get("evidence") or [] if isinstance(completion, dict) else []:
+                if isinstance(item, dict) and item.get("kind") == "file" and isinstance(item.get("ref"), str):
+                    refs.add(item["ref"])
+    return refs
+
+
+def business_key(inputs: dict, declared: dict | None = None) -> str:
+    """What people call a run: its first text input (the vendor, the invoice number); with the
+    declared inputs, the first one declared as text (not a person's address)."""
+    for name, value in (inputs or {}).items():
+        spec = (declared or {}).get(name)
+        kind = (spec.get("type") if isinstance(spec, dict) else spec) if spec is not None else "string"
+        if kind == "string" and isinstance(value, str) and value.strip():
+            return value.strip()[:120]
+    return ""
+
+
 def timeline(view: dict) -> list[Record]:
     """Every completion of every step, earlier attempts included, in the order they happened."""
     positions = {row["id"]: index for index, row in enumerate(view["steps"])}
@@ -221,6 +243,7 @@ class InboxEntry:
     escalation_note: str | None
     sent_back: dict | None = None  # {note, by, at, how}: returned for rework
     held_by: str | None = None
+    business_key: str = ""  # the run's name for people (its first text input)
     snapshot: str = ""  # the run's snapshot as this row showed it (bulk decisions send it)
     new: bool = False  # arrived after the person's last look at the inbox
     open: bool = True
@@ -260,6 +283,7 @@ def inbox_entry(item, definition, now, seen_at=None) -> InboxEntry:
         sent_back=sent_back(definition, run.steps_data, item.step_id, item.step_state.handoff)
         if definition is not None and item.escalation is None else None,
         held_by=item.held_by, snapshot=run.snapshot,
+        business_key=business_key(run.inputs, definition.inputs if definition is not None else None),
         new=seen_at is not None and item.created_at > seen_at and item.state == "open",
         open=item.state == "open", decision=item.decision, decided_at=item.decided_at,
     )

@@ -23,4 +23,5 @@ urlpatterns = [
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke", views.revoke, name="revoke_token"),
     path("settings/notifications", notification_views.notification_settings, name="notification_settings"),
+    path("settings/time-zone", views.time_zone, name="time_zone"),
 ]

@@ -23,7 +23,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from api.tools import call_tool
-from kernel import audit, clock, throttle
+from kernel import audit, clock, page_settings, throttle
 from kernel.errors import HTTP_STATUS, ConflictIssue, ToolError
 from kernel.identity import issue_personal_token, person_identity, personal_tokens, revoke_personal_token
 from processes import maps
@@ -33,12 +33,13 @@ from processes.rendering import render_markdown
 from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, InboxVisit, RunState, WorkItemState
 from runs.presenters import decisions_for, last_attempt, run_list_entry, sent_back
-from runs.selectors import file_names, is_assigned, recent_rows, runs_list
+from runs.selectors import file_facts, file_names, is_assigned, recent_rows, runs_list
 from runs.services import queue, saved_views, uploads
 from runs.services.decisions import note_rule
 from runs.visibility import visible_run
 
 from . import activity, bulk, presenting, queue_params, selectors
+from .middleware import SESSION_KEY as PAGE_TIME_ZONE
 from .forms import OFFSETS, Attached, DecisionForm, Issues, apply_edit, build_widgets, read_widgets, value_from_text
 from .plain_issues import worded
 
@@ -346,6 +347,9 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "assignable_to": queue.members_who_may_hold(item) if identity.is_operator and shown else [],
         "decided": item.state == WorkItemState.DECIDED,
         "removed": item.state == WorkItemState.REMOVED,
+        "files": file_facts(identity.organization, presenting.file_refs(view)),
+        "business_key": presenting.business_key(view["data"]["inputs"],
+                                                definition_for(item.run.version_id).inputs),
         **(kept or {}),
     }
     return render(request, "workqueue/work_item.html", context, status=status)
@@ -587,6 +591,9 @@ def run_detail(request, identity, run_id: str):
         "map_svg": map_svg, "mermaid": maps.mermaid_for_version(version_id),
         "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] not in ENDED_STATES,
         "is_operator": identity.is_operator,
+        "files": file_facts(identity.organization, presenting.file_refs(view)),
+        "business_key": presenting.business_key(view["data"]["inputs"],
+                                                definition_for(version_id).inputs if version_id else None),
     })
 
 
@@ -702,6 +709,23 @@ def cancel_run(request, identity, run_id: str):
             raise Http404(error["message"])
         messages.error(request, "Not cancelled: " + "; ".join([error["message"], *(error.get("issues") or [])]))
     return redirect("workqueue:run", run_id=run_id)
+
+
+# ---------------------------------------------------------------- page settings
+
+
+@person_view
+@require_POST
+def time_zone(request, identity):
+    try:
+        name = page_settings.set_time_zone(user=request.user, name=request.POST.get("time_zone", ""))
+    except ToolError as error:
+        messages.error(request, "Not saved: " + "; ".join(issue.split(": ", 1)[-1] for issue in error.issues) + ".")
+    else:
+        request.session[PAGE_TIME_ZONE] = name
+        messages.success(request, f"Times are now shown in {name}." if name else
+                         "Times are now shown in your browser's time zone.")
+    return redirect("workqueue:notification_settings")
 
 
 # ---------------------------------------------------------------- API tokens

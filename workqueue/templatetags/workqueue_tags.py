@@ -4,8 +4,10 @@ import datetime as dt
 import re
 
 from django import template
+from django.utils import formats, timezone
 
 from kernel import jsonio
+from processes.fields import is_number
 from processes.maps import humanize as humanize_id
 from workqueue.presenting import parse_iso
 
@@ -19,13 +21,16 @@ def structured(value) -> bool:
 
 @register.filter
 def pretty(value) -> str:
-    """A value as the person reads it: text as is, yes/no, exact numbers, JSON for the rest."""
+    """A value as the person reads it: text as is, yes/no, numbers with the locale's separators and
+    every decimal exactly as sent (never rounded), JSON for the rest."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, str):
         return value
     if value is None:
         return "—"
+    if is_number(value):
+        return formats.number_format(value, force_grouping=True)
     try:
         if isinstance(value, (dict, list)):
             return jsonio.dumps(value, indent=2, ensure_ascii=False)
@@ -49,12 +54,70 @@ def field_label(name) -> str:
 
 
 @register.filter
+def is_rows(value) -> bool:
+    """A list of flat objects (expense lines): shown as a table, not as JSON."""
+    return (isinstance(value, list) and bool(value) and len(value) <= 200
+            and all(isinstance(row, dict) and all(not isinstance(v, dict | list) for v in row.values()) for row in value))
+
+
+@register.filter
+def row_keys(rows) -> list:
+    return list(dict.fromkeys(key for row in rows for key in row))
+
+
+@register.filter
+def cell(row, key) -> str:
+    return pretty(row.get(key)) if isinstance(row, dict) and key in row else ""
+
+
+@register.filter
 def when(value) -> str:
-    """An RFC 3339 string or a datetime as 'YYYY-MM-DD HH:MM UTC'."""
+    """An RFC 3339 string or a datetime in the person's time zone: 'YYYY-MM-DD HH:MM CEST'
+    (workqueue/middleware.py chooses the zone; UTC when none is known)."""
     moment = parse_iso(value) if isinstance(value, str) else value
     if moment is None:
         return value or ""
+    local = moment.astimezone(timezone.get_current_timezone())
+    return local.strftime("%Y-%m-%d %H:%M ") + (local.tzname() or "UTC")
+
+
+@register.filter
+def utc(value) -> str:
+    """The same moment in UTC, for the tooltip beside a local time."""
+    moment = parse_iso(value) if isinstance(value, str) else value
+    if moment is None:
+        return ""
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@register.filter
+def filesize(size) -> str:
+    """A file's size for people: 980 bytes, 12.4 KB, 3.1 MB."""
+    if not isinstance(size, int):
+        return ""
+    if size < 1000:
+        return f"{size} bytes"
+    for unit in ("KB", "MB", "GB"):
+        size /= 1000
+        if size < 1000 or unit == "GB":
+            return f"{size:.1f} {unit}"
+    return ""
+
+
+@register.filter
+def file_kind(content_type) -> str:
+    """'PDF', 'PNG image', 'Spreadsheet' … from a content type (the type itself when unknown)."""
+    return FILE_KINDS.get((content_type or "").split(";")[0].strip().lower(), content_type or "file")
+
+
+FILE_KINDS = {
+    "application/pdf": "PDF", "image/png": "PNG image", "image/jpeg": "JPEG image", "image/gif": "GIF image",
+    "image/webp": "WebP image", "text/plain": "Text", "text/csv": "CSV", "application/zip": "ZIP archive",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "Excel spreadsheet",
+    "application/vnd.ms-excel": "Excel spreadsheet",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "Word document",
+    "application/msword": "Word document", "application/json": "JSON", "application/octet-stream": "File",
+}
 
 
 @register.filter

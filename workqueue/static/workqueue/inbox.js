@@ -2,6 +2,15 @@
 (function () {
   "use strict";
 
+  // The browser's time zone, for the pages' times (the server uses it unless the person chose one).
+  try {
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (zone && /^[A-Za-z0-9_+\/-]+$/.test(zone) && document.cookie.split("; ").indexOf("tz=" + zone) === -1) {
+      document.cookie = "tz=" + zone + "; path=/; max-age=31536000; SameSite=Lax" +
+        (location.protocol === "https:" ? "; Secure" : "");
+    }
+  } catch (e) { /* no Intl: times stay in UTC */ }
+
   function offsetText(minutesEast) {
     var sign = minutesEast < 0 ? "-" : "+";
     var abs = Math.abs(minutesEast);
