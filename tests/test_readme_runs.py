@@ -35,6 +35,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -204,7 +205,9 @@ def test_the_readme_runs_as_written(transactional_db, tmp_path):
     server_dir.mkdir()
     with start_live_server(db_url, server_dir) as server:
         for block in marked.runnable:
+            began = time.monotonic()
             run_block(block, server, workdir, env)
+            print(f"README.md:{block.line} {block.kind} {block.name}: ran in {time.monotonic() - began:.1f} s")
 
 
 def run_block(block: Block, server, workdir: Path, env: dict) -> None:
