@@ -62,7 +62,7 @@ def check(page, name: str, source: str, found: dict) -> None:
     found[name] = [v for v in violations if v["impact"] in BLOCKING or v["id"] in STRUCTURE_RULES]
 
 
-def test_no_page_has_a_serious_or_critical_violation(server, new_page, publish, make_person, agent, axe_source):
+def test_no_page_has_a_serious_or_critical_violation(axe_source, server, new_page, publish, make_person, agent):
     world = build_world(publish, make_person, agent)
     found: dict[str, list] = {}
 

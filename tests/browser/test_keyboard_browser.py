@@ -10,8 +10,8 @@ import pytest
 
 from runs.models import Run, WorkItem
 
-from .conftest import sign_in
-from .people_pages import PERSON, build_world
+from .conftest import screenshot, sign_in
+from .people_pages import PERSON, build_world, page_paths
 
 pytestmark = pytest.mark.browser
 
@@ -52,6 +52,7 @@ def test_a_person_approves_the_top_item_with_the_shortcuts_alone(server, new_pag
     message = page.locator(".messages")
     assert "Approved: vendor-onboarding · Approve. The run is now ended (approved)." in message.inner_text()
     assert message.get_by_role("link", name="Open the run").get_attribute("href") == f"/runs/{world.approval_runs[0]}"
+    screenshot(page, "inbox-after-a-decision-1280")
     next_link = message.get_by_role("link", name="Next item in this view")
     assert next_link.get_attribute("href") == f"/work/{second}?back=kind%3Dapprove"
 
@@ -89,6 +90,7 @@ def test_shortcuts_never_fire_while_typing_and_the_help_opens(server, new_page, 
     help_dialog.wait_for(state="visible")
     assert "Next item" in help_dialog.inner_text() and "Ctrl" in help_dialog.inner_text()
     assert focused(page)["text"] == "Close"  # the dialog has the focus, the page is inert
+    screenshot(page, "inbox-shortcut-help-1280")
     page.keyboard.press("j")
     assert page.locator("tr.inbox-row.is-current").count() == 0
     page.keyboard.press("Escape")
@@ -132,17 +134,17 @@ def contrast(first, second) -> float:
     return (lighter + 0.05) / (darker + 0.05)
 
 
-@pytest.mark.parametrize("which", ["inbox", "approval"])
+@pytest.mark.parametrize("which", ["inbox", "approval", "task", "run"])
 def test_every_control_is_reachable_by_tab_with_a_visible_focus_ring(server, new_page, publish, make_person, agent,
                                                                     which):
     world = build_world(publish, make_person, agent)
     page = new_page()
     sign_in(page, server, PERSON)
-    page.goto(server + ("/" if which == "inbox" else f"/work/{world.approvals[0]}"))
+    page.goto(server + page_paths(world)[which])
     page.wait_for_load_state("networkidle")
     controls = page.evaluate(REACHABLE + ".length")
     weak = []
-    for _ in range(controls + 5):
+    for _ in range(controls * 3 + 20):  # a date input alone takes 4 stops (day, month, year, calendar)
         page.keyboard.press("Tab")
         ring = page.evaluate(FOCUS_RING)
         if ring["what"].startswith("body"):
