@@ -66,7 +66,8 @@ EXPECTED_OUTPUT = {
     "oauth-token": [r'"token_type": ?"Bearer"', r'"scope": ?"tools"'],
     "oauth-mcp": [r'^\{"ok": true, "data": \{"items": \['],
     "client-worker": [r"^steps completed: 1; r_\w+ now waits for: approve$"],
-    "conformance-quick-start": [r"^describe +\d+ +pass", r"^identities +\d+ +pass", r"\b\d+ checks\b"],
+    "conformance-quick-start": [r"^describe +\d+ +pass ", r"^identities +\d+ +pass ",
+                                r"^\d+ scenarios over mcp, \d+ checks, \d+ calls in [\d.]+ s: all passed$"],
     "audit-export": [r'"kind":"decided","actor":\{"kind":"person","ref":"fin@example.com"\}'],
 }
 # Files a block writes (relative to the working directory) and what must be in them.
