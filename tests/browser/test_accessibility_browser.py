@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import service_unavailable
 
-from .conftest import PASSWORD, sign_in
+from .conftest import PASSWORD, screenshot, sign_in
 from .people_pages import NEWCOMER, PERSON, build_world, page_paths
 
 pytestmark = pytest.mark.browser
@@ -101,6 +101,7 @@ def test_no_page_has_a_serious_or_critical_violation(axe_source, server, new_pag
     response = page.goto(f"{server}/no-such-page/")
     assert response.status == 404
     check(page, "404", axe_source, found)
+    screenshot(page, "404-1280")
     response = page.goto(f"{server}/work/w_doesnotexist")
     assert response.status == 404
     check(page, "404 of a work item", axe_source, found)
