@@ -48,7 +48,7 @@ from tests.support.live import ROOT, database_url, start_live_server
 README = ROOT / "README.md"
 SERVES_AT = "http://127.0.0.1:8000"
 URL_LINE = f"export AGENTPROCESS_URL={SERVES_AT}"
-CODE_LANGUAGES = {"bash", "sh", "shell", "python", "py"}
+CODE_LANGUAGES = {"bash": "shell", "sh": "shell", "shell": "shell", "python": "python", "py": "python"}
 MARKER = re.compile(r"<!-- (?:runnable: (?P<kind>shell|python) (?P<name>[a-z0-9-]+)|not runnable: (?P<why>.+\S)) -->")
 FENCE = re.compile(r"```(?P<language>\S*)\s*$")
 BLOCK_TIMEOUT_SECONDS = 60
@@ -99,11 +99,21 @@ class Marked:
     runnable: list[Block]
     not_runnable: list[tuple[int, str]]  # (line, why)
     unmarked: list[int]  # lines of shell/Python fences with neither marker
+    misplaced: list[str]  # markers not right above a shell/Python fence, or naming the other kind
 
 
 def readme_blocks(text: str) -> Marked:
     lines = text.splitlines()
-    found = Marked([], [], [])
+    found = Marked([], [], [], [])
+    for number, line in enumerate(lines, 1):
+        marker = MARKER.fullmatch(line.strip())
+        if marker is None:
+            continue
+        below = lines[number] if number < len(lines) else ""
+        fence = FENCE.fullmatch(below)
+        language = CODE_LANGUAGES.get(fence["language"]) if fence else None
+        if language is None or marker["kind"] not in (None, language):
+            found.misplaced.append(f"README.md:{number}: {line.strip()} is above {below!r}")
     index = 0
     while index < len(lines):
         fence = FENCE.fullmatch(lines[index])
@@ -129,6 +139,7 @@ def test_every_code_block_of_the_readme_is_marked():
     """Each shell and Python block says whether it runs; runnable ones have a name the test knows,
     and reach the server only through $AGENTPROCESS_URL (set once)."""
     marked = readme_blocks(README.read_text())
+    assert marked.misplaced == [], "a marker goes on the line right above a shell or Python fence of its kind"
     assert marked.unmarked == [], (
         f"README.md lines {marked.unmarked}: a shell or Python block needs `<!-- runnable: shell|python NAME -->` "
         "or `<!-- not runnable: why -->` on the line before its fence")
