@@ -20,7 +20,9 @@ from ruamel.yaml.composer import Composer, ReusedAnchorWarning
 from ruamel.yaml.constructor import ConstructorError, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.nodes import MappingNode
+from ruamel.yaml import tokens
 from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.scanner import Scanner
 
 DELIMITER = "---"
 DELIMITER_ISSUE = 'frontmatter: the file must start with a line "---" and close the frontmatter with another "---"'
@@ -140,7 +142,38 @@ def _new_loader() -> YAML:
     yaml.allow_duplicate_keys = False
     yaml.Constructor = JsonDataConstructor
     yaml.Composer = CoreSchemaComposer
+    yaml.Scanner = Yaml12FlowScanner
     return yaml
+
+
+END_OR_SPACE = " \n\0\t\r\x85\u2028\u2029"
+FLOW_INDICATORS = ",[]{}"
+
+
+class Yaml12FlowScanner(Scanner):
+    """YAML 1.2 inside flow collections, where ruamel keeps 1.1's reading: `?` is the explicit-key
+    indicator only when a space follows, and a plain scalar may start with `?` or `:` followed by a
+    safe character (spec 1.2 ns-plain-first), so `{?0: x}`, `{:x: 1}` and `[?x]` hold the texts
+    "?0", ":x" and "?x". A `:` right after a quoted key or a closed collection stays the value
+    indicator (JSON-like `{"a":b}`)."""
+
+    def check_key(self):
+        return self.reader.peek(1) in END_OR_SPACE
+
+    def check_value(self):
+        if self.flow_level and self.reader.peek(1) not in END_OR_SPACE:
+            last = self.tokens[-1] if self.tokens else None
+            json_like = (isinstance(last, tokens.ScalarToken) and last.style in ("'", '"')) or isinstance(
+                last, tokens.FlowSequenceEndToken | tokens.FlowMappingEndToken)
+            if not json_like and self.reader.peek(1) not in FLOW_INDICATORS:
+                return False
+        return super().check_value()
+
+    def check_plain(self):
+        if self.flow_level and self.reader.peek() in "?:":
+            following = self.reader.peek(1)
+            return following not in END_OR_SPACE and following not in FLOW_INDICATORS
+        return super().check_plain()
 
 
 class CoreSchemaComposer(Composer):

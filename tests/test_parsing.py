@@ -243,3 +243,22 @@ def _check_result(parsed: ParsedFile) -> None:
     if parsed.frontmatter is not None:
         assert isinstance(parsed.frontmatter, dict)
         rfc8785.dumps(parsed.frontmatter)  # hashable as the spec requires
+
+
+def test_flow_collections_read_plain_scalars_that_start_with_question_mark_or_colon():
+    """Spec §2.1: frontmatter is YAML 1.2. In 1.2 a plain scalar may start with `?` or `:` followed by
+    a safe character, in flow collections too (ns-plain-first), and `?` is the explicit-key indicator
+    only before a space; a `:` straight after a quoted key is still the value (JSON-like)."""
+    from processes.parsing import load_frontmatter
+
+    cases = {
+        "a: {?0: null}": {"a": {"?0": None}},
+        "a: {:x: 1}": {"a": {":x": 1}},
+        "a: [?x, :y]": {"a": ["?x", ":y"]},
+        "a: {? b: c}": {"a": {"b": "c"}},
+        'a: {"k":v}': {"a": {"k": "v"}},
+        "a: {k: v:w, x:y}": {"a": {"k": "v:w", "x:y": None}},
+        "a: ?x": {"a": "?x"},
+    }
+    for text, expected in cases.items():
+        assert load_frontmatter(text) == (expected, []), text
