@@ -15,12 +15,11 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
-from ruamel.yaml import YAML
+from ruamel.yaml import YAML, tokens
 from ruamel.yaml.composer import Composer, ReusedAnchorWarning
 from ruamel.yaml.constructor import ConstructorError, SafeConstructor
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.nodes import MappingNode
-from ruamel.yaml import tokens
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.scanner import Scanner
 
