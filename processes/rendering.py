@@ -28,8 +28,21 @@ _ALLOWED_TAGS = {
 _ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 
 
-def render_markdown(text: str) -> SafeString:
-    html = _markdown.render(text or "")
+def _shifted_headings(tokens, below: int) -> None:
+    """Headings of the text sit under the page's own: `# Title` under an h2 becomes an h3 (h6 at
+    most), so the page's headings stay in order for people who navigate by them."""
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            level = min(int(token.tag[1]) + below, 6)
+            token.tag = f"h{level}"
+
+
+def render_markdown(text: str, *, under_heading: int = 0) -> SafeString:
+    """`under_heading`: the level of the page heading the text sits under (2: its # becomes h3)."""
+    tokens = _markdown.parse(text or "")
+    if under_heading:
+        _shifted_headings(tokens, under_heading)
+    html = _markdown.renderer.render(tokens, _markdown.options, {})
     clean = nh3.clean(
         html,
         tags=_ALLOWED_TAGS,

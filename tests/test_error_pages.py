@@ -96,3 +96,15 @@ def test_the_500_page_renders_with_no_context_at_all(settings):
     html = loader.get_template("500.html").render()
     assert html.startswith("<!doctype html>") and "Something went wrong on our side" in html
     assert STYLESHEET in html
+
+
+def test_an_operator_keeps_the_operators_link_on_a_404(db, make_person):
+    """The navigation is the same on every page: an operator meeting a 404 for an unknown address
+    (no person view ran) still sees Operators; a person who is not one does not."""
+    make_person("ops@example.com", operator=True, password=PASSWORD)
+    make_person("fin@example.com", password=PASSWORD)
+    for email, shown in (("ops@example.com", True), ("fin@example.com", False)):
+        client = Client()
+        assert client.login(username=email, password=PASSWORD)
+        html = client.get("/no-such-page/").content.decode()
+        assert ('href="/operators/"' in html) is shown, email

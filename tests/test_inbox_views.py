@@ -473,7 +473,7 @@ def test_work_item_page_shows_step_text_body_inputs_and_earlier_steps(publish, p
     item = item_of(view)
     html = page(client, f"/work/{item['id']}")
     assert "Approve only when the vendor is cleared and the spend is justified." in html
-    assert "<h1>Supplier onboarding</h1>" in html  # the body, rendered from Markdown
+    assert "<h3>Supplier onboarding</h3>" in html  # the body, rendered from Markdown, under the page's h2
     assert "Acme &lt;b&gt;Corp&lt;/b&gt;" in html and "Acme <b>Corp</b>" not in html  # inputs escaped
     assert "48,000" in html  # with the locale's separators (issue 16, point 2)
     assert "Checked OFAC and EU." in html  # earlier step's summary

@@ -16,7 +16,7 @@ from django.http import QueryDict
 from kernel.models import AuditEvent, EventKind
 from runs.models import Run
 from tests.support.flows import LINK
-from tests.test_inbox_views import _fresh_definitions, hidden, page, person_client  # noqa: F401 (fixtures)
+from tests.test_inbox_views import _fresh_definitions, hidden, page, person_client
 from workqueue.forms import DecisionForm, build_widgets, read_widgets
 from workqueue.plain_issues import sentence
 
@@ -110,9 +110,9 @@ def test_rows_remove_and_an_empty_table_is_missing_in_plain_words(claims, person
     assert 'value="Taxi"' not in html and 'value="Hotel"' in html and 'name="out.lines.nrows" value="1"' in html
     html = _post(client, item_id, {**fields, "out.lines.ncols": "1", "out.lines.nrows": "1", "out.lines.c0": "",
                                    "out.lines.r0.c0": "", "out.purpose": "", "decision": "completed"}, 422)
-    errors = re.search(r'id="field-out_lines-errors">(.*?)</ul>', html, re.S).group(1)
+    errors = re.search(r'id="field-out_lines-errors">(.*?)</ul>', html, re.DOTALL).group(1)
     assert "Fill in the lines: at least one entry." in errors and "<code>output.lines: missing</code>" in errors
-    purpose = re.search(r'id="field-out_purpose-errors">(.*?)</ul>', html, re.S).group(1)
+    purpose = re.search(r'id="field-out_purpose-errors">(.*?)</ul>', html, re.DOTALL).group(1)
     assert "Enter the business purpose." in purpose
     assert "Attach at least one file (a receipt, a report, a scan)." in html
 
@@ -125,7 +125,7 @@ def test_a_value_that_is_not_a_number_is_a_sentence_next_to_its_row(claims, pers
                                    "out.lines.r0.c0": "Taxi", "out.codes.n": "2", "out.codes.0": "7",
                                    "out.codes.1": "seven", "out.purpose": "Visit", "decision": "completed",
                                    "evidence_links": "https://example.com/r"}, 422)
-    errors = re.search(r'id="field-out_codes-errors">(.*?)</ul>', html, re.S).group(1)
+    errors = re.search(r'id="field-out_codes-errors">(.*?)</ul>', html, re.DOTALL).group(1)
     assert "Enter the codes, entry 2 as a number, like 1250.50." in errors
     assert "<code>output.codes[1]: expected number</code>" in errors
     assert 'value="seven"' in html  # what was typed is kept
@@ -133,7 +133,7 @@ def test_a_value_that_is_not_a_number_is_a_sentence_next_to_its_row(claims, pers
 
 def test_the_columns_people_used_before_are_offered(claims, person_client, agent):
     client, _ = person_client("mira@example.com", groups=["staff"])
-    earlier_run, earlier_item = _item(agent)
+    _, earlier_item = _item(agent)
     fields = hidden(page(client, f"/work/{earlier_item}"))
     upload = agent.ok("upload", fileName="r.pdf", contentType="application/pdf", contentBase64="JVBERg==")
     _post(client, earlier_item, {**fields, "out.lines.ncols": "2", "out.lines.nrows": "1", "out.lines.c0": "what",

@@ -15,7 +15,7 @@ import pytest
 from kernel import clock
 from kernel.models import PageSettings
 from runs.models import WorkItem
-from tests.test_inbox_views import _fresh_definitions, hidden, page, person_client  # noqa: F401 (fixtures)
+from tests.test_inbox_views import _fresh_definitions, hidden, page, person_client
 from workqueue.templatetags.workqueue_tags import filesize, pretty
 
 SPEND = """---
@@ -69,7 +69,7 @@ def test_pages_show_amounts_rows_words_and_the_business_key(spend, person_client
     html = page(client, f"/work/{item_id}")
     assert "<dt>Vendor name</dt><dd>Acme Steel GmbH</dd>" in html and "<dt>Amount</dt><dd>125,000</dd>" in html
     assert re.search(r'<th scope="col">What</th><th scope="col">Amount</th>.*<td>Steel</td><td>38,990.123456789012345</td>', html,
-                     re.S)  # a list of objects is a table, not JSON
+                     re.DOTALL)  # a list of objects is a table, not JSON
     run_page = page(client, f"/runs/{run_id}")
     assert re.search(r"<h1>Acme Steel GmbH <span class=\"muted\">· spend-approval</span>", run_page)
     assert f"<code>{run_id}</code>" in run_page

@@ -174,3 +174,12 @@ def test_process_bodies_show_remote_images_as_links():
     assert "<img" not in html
     assert html == '<p><a href="https://tracker.example/pixel.png" rel="noopener noreferrer nofollow">' \
                    "The <em>logo</em> (image)</a></p>\n"
+
+
+def test_a_process_texts_headings_sit_under_the_pages_heading():
+    """WCAG 1.3.1 / heading order (issue 16, point 3): the text's `#` sits under the page's h2."""
+    from processes.rendering import render_markdown
+
+    html = str(render_markdown("# Expense approval\n\n## Steps\n\n###### Deep", under_heading=2))
+    assert html.startswith("<h3>Expense approval</h3>") and "<h4>Steps</h4>" in html and "<h6>Deep</h6>" in html
+    assert str(render_markdown("# Title")).startswith("<h1>Title</h1>")  # admin shows it as written

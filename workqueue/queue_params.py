@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 from django.http import QueryDict
 
 from .forms import parse_number, value_from_text
-from .templatetags.workqueue_tags import field_label
 from .selectors import HELD_FILTERS, KIND_FILTERS, MODES, RANGE_KINDS, SORTS, VIEWS, InboxFilters, InputFilter
+from .templatetags.workqueue_tags import field_label
 
 # Parameters that belong to one request, not to the view.
 TRANSIENT = ("page", "partial")

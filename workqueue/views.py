@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -39,8 +40,8 @@ from runs.services.decisions import note_rule
 from runs.visibility import visible_run
 
 from . import activity, bulk, presenting, queue_params, selectors
-from .middleware import SESSION_KEY as PAGE_TIME_ZONE
 from .forms import OFFSETS, Attached, DecisionForm, Issues, apply_edit, build_widgets, read_widgets, value_from_text
+from .middleware import SESSION_KEY as PAGE_TIME_ZONE
 from .plain_issues import worded
 
 RUN_STATES = tuple(RunState.values)
@@ -110,10 +111,12 @@ def _process_catalog(identity) -> list[dict]:
 # ---------------------------------------------------------------- inbox
 
 
-VIEW_LABELS = {"mine": "Mine", "groups": "My groups", "all": "All open", "done": "Done by me"}
-SORT_LABELS = {"due": "Due", "waiting": "Waiting since", "process": "Process"}
-HELD_LABELS = {"me": "Me", "nobody": "Nobody", "others": "Someone else"}
-MODE_LABELS = {"live": "Live runs", "test": "Test runs"}
+VIEW_LABELS = {"mine": gettext_lazy("Mine"), "groups": gettext_lazy("My groups"), "all": gettext_lazy("All open"),
+               "done": gettext_lazy("Done by me")}
+SORT_LABELS = {"due": gettext_lazy("Due"), "waiting": gettext_lazy("Waiting since"),
+               "process": gettext_lazy("Process")}
+HELD_LABELS = {"me": gettext_lazy("Me"), "nobody": gettext_lazy("Nobody"), "others": gettext_lazy("Someone else")}
+MODE_LABELS = {"live": gettext_lazy("Live runs"), "test": gettext_lazy("Test runs")}
 
 
 def _declared_inputs(catalog: list[dict]):
@@ -330,7 +333,7 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "sent_back": sent_back(definition_for(item.run.version_id), view["data"]["steps"], item.step_id,
                                (shown or {}).get("handoff")),
         "kind_label": presenting.item_kind_label(item.kind, item.escalation is not None),
-        "body_html": render_markdown(view["body"]),
+        "body_html": render_markdown(view["body"], under_heading=2),
         "inputs": presenting.input_items(view),
         "panels": [panel for panel in presenting.step_panels(view, only_with_data=True)],
         "form": form,
@@ -580,14 +583,14 @@ def run_detail(request, identity, run_id: str):
     version_id = published_version_id(identity.organization, process=run["process"], number=run["version"])
     states = {row["id"]: row["state"] for row in view["steps"]}
     # The map module escapes every text it takes from the process file.
-    map_svg = mark_safe(maps.svg_for_version(version_id, states=states))  # noqa: S308
+    map_svg = mark_safe(maps.svg_for_version(version_id, states=states))
     who = request.GET.get("who", "") if request.GET.get("who", "") in activity.WHO else ""
     events = audit.events(organization_ids=[identity.organization.id], run_id=run["id"])
     return render(request, "workqueue/run_detail.html", {
         "activity": activity.timeline(events, who), "who": who, "who_choices": activity.WHO_LABELS,
         "view": view, "run": run, "inputs": presenting.input_items(view),
         "panels": presenting.step_panels(view), "timeline": presenting.timeline(view),
-        "work_items": view["workItems"], "body_html": render_markdown(view["body"]),
+        "work_items": view["workItems"], "body_html": render_markdown(view["body"], under_heading=2),
         "map_svg": map_svg, "mermaid": maps.mermaid_for_version(version_id),
         "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] not in ENDED_STATES,
         "is_operator": identity.is_operator,
