@@ -119,7 +119,8 @@ class MemberAdmin(admin.ModelAdmin):
                 with transaction.atomic():
                     user = people.add_person(
                         organization=data["organization"], email=data["email"], first_name=data["first_name"],
-                        last_name=data["last_name"], groups=list(data["groups"]), operator=data["operator"])
+                        last_name=data["last_name"], groups=list(data["groups"]), operator=data["operator"],
+                        added_by=request.user)
             except OrganizationError as error:  # a concurrent add of the same email, say
                 form.add_error(None, str(error))
             else:

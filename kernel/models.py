@@ -180,6 +180,7 @@ class EventKind(models.TextChoices):
     ITEM_ASSIGNED = "item_assigned", "Work item assigned"
     TOKEN_CREATED = "token_created", "API token created"
     TOKEN_REVOKED = "token_revoked", "API token revoked"
+    PERSON_ADDED = "person_added", "Person added"
 
 
 class AuditEvent(models.Model):

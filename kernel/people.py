@@ -17,7 +17,8 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from .models import Member, Organization
+from . import audit, clock
+from .models import EventKind, Member, Organization
 from .organizations import OrganizationError
 
 
@@ -34,9 +35,10 @@ def duplicate_email_message(email: str) -> str:
 
 @transaction.atomic
 def add_person(*, organization: Organization, email: str, first_name: str = "", last_name: str = "",
-               groups: list[Group] = (), operator: bool = False):
+               groups: list[Group] = (), operator: bool = False, added_by=None):
     """Create a person who can sign in once they set a password (none is set: the invitation's link
-    sets it). Refuses an email address that is already taken, and another organization's group."""
+    sets it). Refuses an email address that is already taken, and another organization's group.
+    Recorded in the audit log with who added them (`added_by`, an admin user; else the command line)."""
     email = email.strip()
     if existing_account(email) is not None:
         raise OrganizationError(duplicate_email_message(email))
@@ -48,6 +50,9 @@ def add_person(*, organization: Organization, email: str, first_name: str = "", 
                                                 last_name=last_name.strip())  # no password: unusable until set
     Member.objects.create(user=user, organization=organization)
     user.groups.add(*groups, *([organization.operators] if operator else []))
+    audit.record(EventKind.PERSON_ADDED, organization_id=organization.id,
+                 actor=audit.Actor.admin(added_by) if added_by is not None else audit.COMMAND_LINE, at=clock.now(),
+                 data={"email": email, "groups": sorted(group.name for group in groups), "operator": operator})
     return user
 
 

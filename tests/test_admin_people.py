@@ -68,6 +68,10 @@ def test_adding_a_person_creates_the_account_groups_operator_flag_and_mails_the_
     links = re.findall(r"https?://\S+", message.body)
     assert links and all(link.startswith("https://process.example.com/") for link in links), links
     assert "evil.example" not in message.body
+    # In the audit log, with who added her (the actor from authentication, never from the form).
+    (added,) = AuditEvent.objects.filter(kind="person_added")
+    assert (added.actor, added.actor_kind, added.organization_id) == ("root@example.com", "admin", org.id)
+    assert added.data == {"email": "Mira.Lind@example.com", "groups": ["finance"], "operator": True}
 
 
 def test_the_invitation_link_sets_the_password_once_and_she_signs_in(admin_client, org, groups, settings):

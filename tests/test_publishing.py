@@ -206,3 +206,24 @@ def test_a_group_of_another_organization_cannot_be_bound(db, publish):
                               "--publish")
     assert code == 1
     assert err.splitlines() == ['role "finance-approver": group "acme-finance" belongs to organization "acme"']
+
+
+def test_republishing_a_changed_file_keeps_the_current_versions_groups(db, tmp_path):
+    """Bindings are fixed at publication; a new version of a changed file starts from the current
+    version's groups for the roles it still has (as the admin form pre-fills them), and --bind
+    changes only the roles it names."""
+    source = (EXAMPLES / "invoice-approval" / "PROCESS.md").read_text()
+    folder = process_folder(tmp_path, source)
+    code, _, err = run_cli(str(folder), "--bind=team-lead=leads", "--bind=finance-controller=controllers", "--publish")
+    assert code == 0, err
+    (folder / "PROCESS.md").write_text(source + "\nRevised.\n")
+    code, out, err = run_cli(str(folder), "--publish")
+    assert code == 0, err
+    assert "roles kept from version 1: finance-controller=controllers, team-lead=leads" in out
+    assert ProcessVersion.objects.get(number=2).bindings == {"team-lead": "leads", "finance-controller": "controllers"}
+    (folder / "PROCESS.md").write_text(source + "\nRevised twice.\n")
+    code, out, err = run_cli(str(folder), "--bind=team-lead=team-leads", "--publish")
+    assert code == 0, err
+    assert "roles kept from version 2: finance-controller=controllers" in out
+    assert ProcessVersion.objects.get(number=3).bindings == {"team-lead": "team-leads",
+                                                              "finance-controller": "controllers"}

@@ -57,9 +57,17 @@ class Command(BaseCommand):
         draft = import_draft(organization=organization, source=source, folder_name=folder_name)
         if draft.issues:
             self._refuse(draft.issues)
+        # Roles the file still has and --bind does not name keep the current version's groups, as
+        # the admin's form pre-fills them: republishing a changed file needs no --bind again.
+        latest = latest_version_of(draft)
+        kept = {role: group for role, group in (latest.bindings if latest else {}).items()
+                if role in draft.unbound_roles and role not in bindings}
         try:
-            if bindings:
-                bind_roles(draft=draft, bindings=bindings)
+            if kept:
+                self.stdout.write("roles kept from version " + f"{latest.number}: "
+                                  + ", ".join(f"{role}={group}" for role, group in sorted(kept.items())))
+            if bindings or kept:
+                bind_roles(draft=draft, bindings={**kept, **bindings})
             systems = ((parse_process_file(source).frontmatter or {}).get("requires") or {}).get("systems") or []
             if systems:
                 self.stdout.write(f"requires: {', '.join(systems)} (connect these first; the server neither checks "
