@@ -35,21 +35,12 @@ def main(argv=None) -> None:
         from django.test.utils import CaptureQueriesContext
 
         from bench import fixtures
-        from bench.fixtures import Template
         from kernel import clock
-        from kernel.identity import identity_from_api_token
-        from kernel.organizations import create_agent, create_person, default_organization
         from runs.models import WorkItem
-        from runs.services.start import start_run
 
         common.publish("bench-approval", "approver=approvers")
-        organization = default_organization()
-        user, _token = create_person(organization, "approver@example.com", groups=["approvers"])
-        identity = identity_from_api_token(create_agent(organization, "bench-starter")[1])
         now = clock.now()
-        ctx = start_run(identity=identity, process="bench-approval", version=None,
-                        inputs={"vendorName": "template", "amount": 1}, mode="live", now=now - dt.timedelta(hours=1))
-        template = Template.of(ctx.run.id)
+        user, template = fixtures.approver_and_template(started_at=now - dt.timedelta(hours=1))
         fixtures.clone_runs(template, args.items * rounds + 100,
                             started_at=lambda i: now - dt.timedelta(minutes=i % 600),
                             inputs=lambda i: {"vendorName": f"vendor-{i}", "amount": i})

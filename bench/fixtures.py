@@ -132,6 +132,23 @@ def clone_runs(template: Template, count: int, *, started_at: Callable[[int], dt
     return run_ids
 
 
+def approver_and_template(*, started_at: dt.datetime):
+    """(the approver's user, a Template) for bench/processes/bench-approval, already published: one
+    person of the `approvers` group and one run started by a bench agent, waiting on its approval."""
+    from kernel.identity import identity_from_api_token
+    from kernel.organizations import create_agent, create_person, default_organization
+    from runs.services.start import start_run
+
+    organization = default_organization()
+    user, _token = create_person(organization, "approver@example.com", groups=["approvers"])
+    identity = identity_from_api_token(create_agent(organization, "bench-starter")[1])
+    ctx = start_run(identity=identity, process="bench-approval", version=None,
+                    inputs={"vendorName": "template", "amount": 1}, mode="live", now=started_at)
+    template = Template.of(ctx.run.id)
+    assert len(template.items) == 1 and template.items[0].assigned_group == "approvers", template.items
+    return user, template
+
+
 def check_clone(template: Template, run_id: str) -> list[str]:
     """Differences between a clone and its template beyond ids and the time offset (expect none)."""
     clone = Template.of(run_id)

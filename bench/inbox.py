@@ -67,22 +67,14 @@ def main(argv=None) -> None:
     with common.bench_database():
         from django.test import Client
 
-        from kernel import clock
-        from kernel.identity import identity_from_api_token
-        from kernel.organizations import create_agent, create_person, default_organization
         from bench import fixtures
-        from bench.fixtures import Template
-        from runs.services.start import start_run
+        from kernel import clock
+        from kernel.organizations import default_organization
 
         common.publish("bench-approval", "approver=approvers")
         organization = default_organization()
-        user, _token = create_person(organization, "approver@example.com", groups=["approvers"])
-        identity = identity_from_api_token(create_agent(organization, "bench-starter")[1])
         now = clock.now()
-        ctx = start_run(identity=identity, process="bench-approval", version=None,
-                        inputs={"vendorName": "template", "amount": 1}, mode="live", now=now - dt.timedelta(days=5))
-        template = Template.of(ctx.run.id)
-        assert len(template.items) == 1 and template.items[0].assigned_group == "approvers", template.items
+        user, template = fixtures.approver_and_template(started_at=now - dt.timedelta(days=5))
         rng = random.Random(10)
         loaded = 1
         client = Client()

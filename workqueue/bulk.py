@@ -14,6 +14,8 @@ from kernel.errors import ConflictIssue
 from processes.maps import humanize
 from runs.models import Run, WorkItem
 
+from .presenting import business_key as presenting_business_key
+
 MOST_ITEMS = 500
 BULK_DECISIONS = {"approved": "Approve", "rejected": "Reject", "failed": "Fail"}
 ESCALATION_DECISIONS = {"returned": "Return to the agent", "failed": "Fail"}
@@ -51,9 +53,9 @@ class Outcome:
 
 
 def business_key(run) -> str:
-    """What people call the run: its first text input (the vendor, the invoice), else the process."""
-    first = next((value for value in (run.inputs or {}).values() if isinstance(value, str) and value.strip()), None)
-    return f"{first[:80]} ({run.process_name})" if first else run.process_name
+    """What people call the run (presenting.business_key) with its process, else the process."""
+    key = presenting_business_key(run.inputs)
+    return f"{key[:80]} ({run.process_name})" if key else run.process_name
 
 
 def needing_attention_first(outcomes: list["Outcome"]) -> list["Outcome"]:

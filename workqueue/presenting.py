@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from kernel import jsonio
 from kernel.states import UNFINISHED
+from processes.fields import field_type
 from processes.maps import humanize
 from runs.presenters import sent_back
 
@@ -178,7 +179,7 @@ def business_key(inputs: dict, declared: dict | None = None) -> str:
     declared inputs, the first one declared as text (not a person's address)."""
     for name, value in (inputs or {}).items():
         spec = (declared or {}).get(name)
-        kind = (spec.get("type") if isinstance(spec, dict) else spec) if spec is not None else "string"
+        kind = field_type(spec) if spec is not None else "string"
         if kind == "string" and isinstance(value, str) and value.strip():
             return value.strip()[:120]
     return ""

@@ -10,6 +10,8 @@ from urllib.parse import urlencode
 
 from django.http import QueryDict
 
+from processes.fields import field_type
+
 from .forms import parse_number, value_from_text
 from .selectors import HELD_FILTERS, KIND_FILTERS, MODES, RANGE_KINDS, SORTS, VIEWS, InboxFilters, InputFilter
 from .templatetags.workqueue_tags import field_label
@@ -20,7 +22,7 @@ RANGE_LABELS = {"min": "at least", "max": "at most"}
 
 
 def input_kind(spec) -> str:
-    return spec.get("type", "string") if isinstance(spec, dict) else str(spec)
+    return field_type(spec) or "string"
 
 
 def _typed(kind: str, text: str):

@@ -1,7 +1,6 @@
 """Template filters of the inbox. Every one returns plain text, so auto-escaping applies."""
 
 import datetime as dt
-import re
 
 from django import template
 from django.utils import formats, timezone
@@ -9,6 +8,7 @@ from django.utils import formats, timezone
 from kernel import jsonio
 from processes.fields import is_number
 from processes.maps import humanize as humanize_id
+from workqueue.plain_issues import human_key
 from workqueue.presenting import parse_iso
 
 register = template.Library()
@@ -48,9 +48,7 @@ def humanize(value) -> str:
 @register.filter
 def field_label(name) -> str:
     """A field's key as people read it: `vendorName` and `vendor_name` read "Vendor name"."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name or ""))
-    words = re.sub(r"[_-]+", " ", spaced).strip().lower()
-    return words[:1].upper() + words[1:]
+    return human_key(name)
 
 
 @register.filter
