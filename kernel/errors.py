@@ -64,6 +64,12 @@ def not_found(message: str) -> ToolError:
     return ToolError(ErrorCode.NOT_FOUND, message)
 
 
+def no_such_run(run_id: str) -> ToolError:
+    """A run that does not exist in the caller's organization, or that the caller may not see
+    (runs/visibility.py): one answer for both, so it reveals nothing."""
+    return not_found(f"no run {run_id} in this organization")
+
+
 def forbidden(message: str) -> ToolError:
     return ToolError(ErrorCode.FORBIDDEN, message)
 

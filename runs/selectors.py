@@ -90,16 +90,13 @@ def person_work(identity: Identity, *, limit: int, cursor: str | None, process: 
     return rows[:limit], next_cursor
 
 
-def runs_list(identity: Identity, *, process=None, state=None, inputs=None, limit=20, cursor=None,
-              visible_only: bool = False):
-    """Newest first; `inputs` matches on equality of each given field (at most
-    LIST_RUNS_INPUT_FILTERS of them: one condition each, in one query). `visible_only`: the runs
-    the people's pages may show this identity (runs/visibility.py); list_runs shows them all."""
+def runs_list(identity: Identity, *, process=None, state=None, inputs=None, limit=20, cursor=None):
+    """The runs this identity may see (runs/visibility.py), newest first; `inputs` matches on
+    equality of each given field (at most LIST_RUNS_INPUT_FILTERS of them: one condition each, in
+    one query)."""
     if inputs and len(inputs) > settings.LIST_RUNS_INPUT_FILTERS:
         raise invalid("too many input filters", [f"inputs: at most {settings.LIST_RUNS_INPUT_FILTERS} fields"])
-    runs = Run.objects.filter(organization=identity.organization)
-    if visible_only:
-        runs = visibility.visible(identity, runs)
+    runs = visibility.visible(identity, Run.objects.filter(organization=identity.organization))
     if process:
         runs = runs.filter(process_name=process)
     if state:

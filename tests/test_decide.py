@@ -223,17 +223,26 @@ def test_already_decided_comes_before_stale_and_says_who(onboarding, agent):
     assert "rejected" in error["message"] and "fin@example.com" in error["message"]
 
 
-def test_not_found_then_stale_then_forbidden(onboarding, agent):
+def test_not_found_then_stale_then_forbidden(onboarding, agent, make_person):
     run_id, people = onboarding
     item = open_item(people["fin"], run_id, "approve")
     error = people["fin"].error("decide", runId=run_id, workItemId="w_nope", snapshot=item["snapshot"],
                                 decision="approved")
     assert error["code"] == "not_found"
+    # A person who takes no part in the run: it does not exist for them (runs/visibility.py).
     error = people["outsider"].error("decide", runId=run_id, workItemId=item["id"], snapshot="0" * 64,
                                      decision="approved")
+    assert (error["code"], error["message"]) == ("not_found", f"no run {run_id} in this organization")
+    # A person who sees the run (they started it) but is outside the approval's assignment.
+    starter = make_person("starter@example.com")
+    run_id = starter.ok("start_run", process="supplier-onboarding",
+                        inputs={"vendorName": "Beta", "amount": 1})["run"]["id"]
+    screen(agent, run_id)
+    item = open_item(people["fin"], run_id, "approve")
+    error = starter.error("decide", runId=run_id, workItemId=item["id"], snapshot="0" * 64, decision="approved")
     assert error["code"] == "stale"  # stale is checked before forbidden
-    error = people["outsider"].error("decide", runId=run_id, workItemId=item["id"], snapshot=item["snapshot"],
-                                     decision="approved")
+    error = starter.error("decide", runId=run_id, workItemId=item["id"], snapshot=item["snapshot"],
+                          decision="approved")
     assert (error["code"], error["message"]) == ("forbidden", "this work item is not assigned to you")
 
 

@@ -321,7 +321,7 @@ def test_bulk_approve_decides_each_item_with_its_own_snapshot(publish, person_cl
     outcomes = dict(re.findall(r'<tr data-outcome="([^"]+)" data-item="([^"]+)"', html))
     by_item = {item: outcome for outcome, item in re.findall(r'<tr data-outcome="([^"]+)" data-item="([^"]+)"', html)}
     assert by_item == {items[0]: "stale", items[1]: "already_decided", items[2]: "applied", items[3]: "applied",
-                       items[4]: "applied", items[5]: "applied", foreign: "forbidden", "w_nosuchitem": "not_found"}, outcomes
+                       items[4]: "applied", items[5]: "applied", foreign: "not_found", "w_nosuchitem": "not_found"}, outcomes
     assert 'data-outcome-count="applied"><strong>4</strong>' in html
     assert "ben@example.com decided it at" in html
     assert f'<a href="/work/{items[0]}">Review the fresh data and decide</a>' in html

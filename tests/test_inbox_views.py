@@ -917,13 +917,19 @@ def test_decision_on_an_ended_run_says_so(quick, person_client, make_person, age
     assert "The run has ended" in html and "removed because the run was cancelled" in html
 
 
-def test_someone_outside_the_assignment_gets_403_and_another_org_404(quick, person_client, agent):
-    view = start(agent, "quick-approval", {"vendorName": "Acme", "amount": 1})
+def test_someone_outside_the_assignment_gets_403_an_outsider_and_another_org_404(quick, person_client, agent):
+    starter, starter_actor = person_client("starter@example.com", groups=["sales"])
+    view = starter_actor.ok("start_run", process="quick-approval", inputs={"vendorName": "Acme", "amount": 1})
     item = item_of(view)
-    outsider, _ = person_client("legal@example.com", groups=["legal"])
-    assert outsider.get(f"/work/{item['id']}").status_code == 403
-    response = outsider.post(f"/work/{item['id']}", {"decision": "approved", "snapshot": item["snapshot"]})
+    # The starter sees the run but is not in the approval's group: "not yours", nothing decided.
+    assert starter.get(f"/work/{item['id']}").status_code == 403
+    response = starter.post(f"/work/{item['id']}", {"decision": "approved", "snapshot": item["snapshot"]})
     assert response.status_code == 403
+    # Someone who takes no part in the run: the item does not exist for them (runs/visibility.py).
+    outsider, _ = person_client("legal@example.com", groups=["legal"])
+    assert outsider.get(f"/work/{item['id']}").status_code == 404
+    response = outsider.post(f"/work/{item['id']}", {"decision": "approved", "snapshot": item["snapshot"]})
+    assert response.status_code == 404
     elsewhere, _ = person_client("fin@other.example", groups=["other-finance"], org_slug="other")
     assert elsewhere.get(f"/work/{item['id']}").status_code == 404
     assert elsewhere.get(f"/runs/{view['run']['id']}").status_code == 404

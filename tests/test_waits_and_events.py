@@ -152,8 +152,11 @@ def test_an_event_with_no_wait_is_discarded_when_the_run_ends(publish, agent, ma
 
 def test_send_event_is_for_agents_and_operators(publish, agent, make_person):
     publish(EVENTS)
+    mira = make_person("mira@example.com")
+    assert mira.error("send_event", runId=start(mira)["run"]["id"], name="paid")["code"] == "forbidden"
+    # A person who takes no part in a run: it does not exist for them (runs/visibility.py).
     run_id = start(agent)["run"]["id"]
-    assert make_person("mira@example.com").error("send_event", runId=run_id, name="paid")["code"] == "forbidden"
+    assert mira.error("send_event", runId=run_id, name="paid")["code"] == "not_found"
     ops = make_person("ops@example.com", operator=True)
     assert ops.ok("send_event", runId=run_id, name="paid") == {"consumedBy": "first"}
     assert agent.ok("get_run", runId=run_id)["data"]["steps"]["first"]["by"] == "ops@example.com"

@@ -13,6 +13,7 @@ from api.tools import call_tool
 from kernel.errors import ConflictIssue
 from processes.maps import humanize
 from runs.models import Run, WorkItem
+from runs.visibility import visible_items
 
 from .presenting import business_key as presenting_business_key
 
@@ -76,8 +77,9 @@ def _outcome_of(error: dict) -> str:
 def decide_many(identity, *, selected: list[str], snapshots: dict[str, str], decision: str, note: str,
                 request_id: str) -> list[Outcome]:
     """Decide each selected work item with its own snapshot; one Outcome per item, in order."""
-    items = {item.pk: item for item in WorkItem.objects.filter(
-        organization=identity.organization, pk__in=selected).select_related("run")}
+    # An item whose run the person may not see is reported exactly as one that never existed.
+    items = {item.pk: item for item in visible_items(identity, WorkItem.objects.filter(
+        organization=identity.organization, pk__in=selected)).select_related("run")}
     outcomes = []
     for item_id in selected:
         item = items.get(item_id)

@@ -37,7 +37,7 @@ from runs.presenters import decisions_for, last_attempt, run_list_entry, sent_ba
 from runs.selectors import file_facts, file_names, is_assigned, recent_rows, runs_list
 from runs.services import queue, saved_views, uploads
 from runs.services.decisions import note_rule
-from runs.visibility import visible_run
+from runs.visibility import can_see
 
 from . import activity, bulk, presenting, queue_params, selectors
 from .forms import OFFSETS, Attached, DecisionForm, Issues, apply_edit, build_widgets, read_widgets, value_from_text
@@ -274,8 +274,10 @@ def bulk_cancel(request, identity):
 
 
 def _item_or_404(identity, work_item_id: str):
+    """The work item, when the person may see its run (runs/visibility.py); else 404, the same
+    answer as for an id that never existed."""
     item = selectors.work_item(identity, work_item_id)
-    if item is None:
+    if item is None or not can_see(identity, item.run):
         raise Http404("No such work item in your organization.")
     return item
 
@@ -554,10 +556,10 @@ def run_list(request, identity):
         input_filters.append({"name": name, "param": f"input.{name}", "value": value, "type": kind})
         if value.strip():
             typed[name] = value_from_text(kind, value.strip())
-    # list_runs' own read, narrowed to the runs this person may see (runs/visibility.py).
+    # list_runs' own read: the runs this person may see (runs/visibility.py).
     try:
         rows, next_cursor = runs_list(identity, process=process or None, state=state or None, inputs=typed or None,
-                                      limit=RUNS_PAGE, cursor=query.get("cursor") or None, visible_only=True)
+                                      limit=RUNS_PAGE, cursor=query.get("cursor") or None)
     except ToolError as error:
         return _error_page(request, error.envelope()["error"])
     return render(request, "workqueue/run_list.html", {
@@ -571,8 +573,7 @@ def run_list(request, identity):
 
 @person_view
 def run_detail(request, identity, run_id: str):
-    if visible_run(identity, run_id) is None:
-        raise Http404("No such run, or not one of yours.")  # the same answer: nothing is revealed
+    # get_run answers not_found for a run this person may not see, as for one that never existed.
     envelope = call_tool(identity, "get_run", {"runId": run_id})
     if not envelope["ok"]:
         if envelope["error"]["code"] == "not_found":

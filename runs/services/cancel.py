@@ -7,6 +7,7 @@ from kernel.errors import forbidden, invalid
 from kernel.identity import Identity
 
 from ..models import RunState
+from ..visibility import ensure_visible
 from .engine import RunContext
 
 
@@ -14,6 +15,7 @@ from .engine import RunContext
 def cancel(*, identity: Identity, run_id: str, reason: str, now) -> RunContext:
     ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
                                actor=audit.Actor.of(identity))
+    ensure_visible(identity, ctx.run)  # a run the caller may not see does not exist for them
     ctx.ensure_open()  # spec §3.5: run_ended before every check but the schema's
     if not reason.strip():
         raise invalid("a cancel needs a reason", ["reason: required"])

@@ -10,6 +10,7 @@ from kernel.models import EventKind
 
 from ..models import Decision, WorkItem, WorkItemState
 from ..selectors import is_assigned
+from ..visibility import ensure_visible
 from . import checks
 from .acceptance import accept
 from .engine import RunContext
@@ -73,6 +74,7 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
            verdict: dict | None = None) -> RunContext:
     ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
                                actor=audit.Actor.of(identity))
+    ensure_visible(identity, ctx.run)  # a run the person may not see does not exist for them
     ctx.ensure_open()  # spec §3.5: run_ended before every check but the schema's
     issues = argument_issues(decision=decision, output=output, evidence=evidence, summary=summary,
                              next_choice=next_choice, reason=reason, note=note)
@@ -152,6 +154,7 @@ def check_before_decide(*, identity: Identity, run_id: str, work_item_id: str, s
         if write.replayed:
             return None
         ctx = RunContext.read(organization=identity.organization, run_id=run_id, now=now)
+        ensure_visible(identity, ctx.run)  # never ask the evaluator about a run hidden from the caller
     except ToolError:
         return None
     item = WorkItem.objects.filter(pk=work_item_id, run=ctx.run, state=WorkItemState.OPEN).first()

@@ -12,7 +12,7 @@ from collections import deque
 from django.contrib.auth import get_user_model
 
 from kernel import audit, clock, sql
-from kernel.errors import not_found, run_ended
+from kernel.errors import no_such_run, run_ended
 from kernel.models import EventKind
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
@@ -100,7 +100,7 @@ class RunContext:
         """The run as it stands, without locks: for views, and for work done before a write."""
         runs = sql.select(Run, "id = %s AND organization_id = %s", [run_id, organization.id])
         if not runs:
-            raise not_found(f"no run {run_id} in this organization")
+            raise no_such_run(run_id)
         run = runs[0]
         run.organization = organization
         return cls(run, sql.select(StepState, "run_id = %s ORDER BY id", [run.id]), now)

@@ -11,6 +11,7 @@ from kernel.models import EventKind
 
 from ..models import Event
 from . import rundata
+from ..visibility import ensure_visible
 from .engine import RunContext
 
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -31,6 +32,7 @@ def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None,
     """Deliver the event; returns the wait_for step that consumed it, or None when it is held."""
     ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
                                actor=audit.Actor.of(identity))
+    ensure_visible(identity, ctx.run)  # a run the caller may not see does not exist for them
     ctx.ensure_open()
     if not (identity.is_agent or identity.is_operator):
         raise forbidden("events come from agents and operators")

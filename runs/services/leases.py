@@ -12,6 +12,7 @@ from kernel.errors import (
     ConflictIssue,
     conflict,
     forbidden,
+    no_such_run,
     not_found,
     run_ended,
     stale,
@@ -20,6 +21,7 @@ from kernel.identity import Identity
 from kernel.models import EventKind
 from processes.definition import definition_for
 
+from .. import visibility
 from ..models import CLAIMABLE, ENDED_STATES, Run, StepState, StepStatus
 from . import tokens
 from .engine import effective_handoff, lapsed
@@ -55,7 +57,7 @@ def _load_step(identity: Identity, run_id: str, step_id: str) -> StepState:
         run_state = Run.objects.filter(pk=run_id, organization=identity.organization).values_list(
             "state", flat=True).first()
         if run_state is None:
-            raise not_found(f"no run {run_id} in this organization")
+            raise no_such_run(run_id)
         if run_state in ENDED_STATES:
             raise run_ended()  # spec §3.5: checked before anything else, an unknown step included
         raise not_found(f"run {run_id} has no step {step_id}")
@@ -69,6 +71,8 @@ def claimable(*, identity: Identity, run_id: str, step_id: str, now: dt.datetime
     """The step as a claim finds it, refused in the spec's order when it cannot be claimed. A plain
     read: the claim's UPDATE re-checks that nothing moved, so it is done before the write's
     transaction opens, and a lost race costs no BEGIN and ROLLBACK."""
+    if not visibility.sees_everything(identity) and visibility.visible_run(identity, run_id) is None:
+        raise no_such_run(run_id)  # a person: no answer at all about a run hidden from them
     state = _load_step(identity, run_id, step_id)
     if state.run.is_over:
         raise run_ended()  # spec §3.5: checked before anything else

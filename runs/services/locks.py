@@ -14,7 +14,7 @@ from django.db import connection
 from django.db.transaction import TransactionManagementError
 
 from kernel import sql
-from kernel.errors import not_found
+from kernel.errors import no_such_run
 
 from ..models import Run, StepState, WorkItem
 
@@ -35,7 +35,7 @@ def run_for_write(*, organization, run_id: str) -> tuple[Run, list[StepState]]:
     _require_transaction()
     runs = sql.select(Run, "id = %s AND organization_id = %s", [run_id, organization.id], suffix=_for_update())
     if not runs:
-        raise not_found(f"no run {run_id} in this organization")
+        raise no_such_run(run_id)
     run = runs[0]
     run.organization = organization  # already loaded with the caller's identity
     return run, _steps_of([run.id])

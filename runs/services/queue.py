@@ -17,12 +17,13 @@ from kernel.models import EventKind
 
 from ..models import WorkItem, WorkItemState
 from ..selectors import is_assigned
+from ..visibility import can_see
 from . import locks, notifications
 
 
 def _open_item(identity: Identity, work_item_id: str) -> WorkItem:
     item = locks.work_item_for_update(organization=identity.organization, work_item_id=work_item_id)
-    if item is None:
+    if item is None or not can_see(identity, item.run):  # a run the person may not see: no such item
         raise not_found(f"no work item {work_item_id} in this organization")
     if item.state != WorkItemState.OPEN:
         raise conflict(ConflictIssue.ALREADY_DECIDED if item.state == WorkItemState.DECIDED
