@@ -226,6 +226,8 @@ RUN_DATA_BYTES = env.int("RUN_DATA_BYTES", default=1024 * 1024)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
 # Signed file URLs in run data live this long.
 FILE_URL_SECONDS = env.int("FILE_URL_SECONDS", default=3600)
+# setup_demo (./dev run) keeps the demo tokens it printed here, to print the same ones at the next start.
+DEMO_TOKENS_FILE = VAR_DIR / "demo-tokens.json"
 # Tools switched off on this server; publishing refuses processes that need them (spec §4.2).
 DISABLED_TOOLS = env.list("DISABLED_TOOLS", default=[])
 # MCP: answer a plain 2026-07-28 tools/call without the SDK's per-request dispatch (api/mcp.py);

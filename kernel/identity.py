@@ -154,6 +154,23 @@ def revoke_token(row: ApiToken) -> None:
     row.save(update_fields=["revoked_at"])
 
 
+def revoke_earlier_tokens(token: str, *, label: str) -> int:
+    """Revoke the live tokens of `token`'s owner that carry `label`, all but `token` itself: a tool
+    that prints a token (create_identity, the demo) replaces the one it printed last time instead of
+    piling them up. Tokens made elsewhere (the browser's /tokens/, OAuth) are left alone. Returns how
+    many were revoked."""
+    row = ApiToken.objects.get(token_hash=hash_token(token))
+    earlier = ApiToken.objects.filter(organization_id=row.organization_id, agent_id=row.agent_id,
+                                      user_id=row.user_id, label=label, revoked_at__isnull=True).exclude(pk=row.pk)
+    return earlier.update(revoked_at=timezone.now())
+
+
+def token_still_works(token: str, *, agent=None, user=None) -> bool:
+    """Whether `token` is a live token of this agent or person (a token kept from an earlier start)."""
+    return ApiToken.objects.filter(token_hash=hash_token(token), agent=agent, user=user,
+                                   revoked_at__isnull=True).exists()
+
+
 # --- personal API tokens: a person's own bearer tokens, made and revoked in the browser ---------
 
 TOKEN_LABEL_CHARS = ApiToken._meta.get_field("label").max_length

@@ -64,10 +64,14 @@ def organization_group(organization: Organization, name: str, *, create: bool = 
 
 
 @transaction.atomic
-def create_agent(organization: Organization, name: str) -> tuple[Agent, str]:
-    """Get or create the agent and issue it a fresh token; returns (agent, token)."""
+def create_agent(organization: Organization, name: str, *,
+                 token_label: str | None = "create_identity") -> tuple[Agent, str | None]:
+    """Get or create the agent and issue it a fresh token labelled `token_label` (none when None);
+    returns (agent, token)."""
     agent, _ = Agent.objects.get_or_create(organization=organization, name=name)
-    _, token = ApiToken.issue(organization=organization, agent=agent, label="create_identity")
+    if token_label is None:
+        return agent, None
+    _, token = ApiToken.issue(organization=organization, agent=agent, label=token_label)
     return agent, token
 
 
@@ -80,8 +84,10 @@ def create_person(
     operator: bool = False,
     password: str | None = None,
     superuser: bool = False,
-) -> tuple[object, str]:
-    """Get or create the person (a Django user with this email) and issue a fresh API token."""
+    token_label: str | None = "create_identity",
+) -> tuple[object, str | None]:
+    """Get or create the person (a Django user with this email) and issue a fresh API token
+    labelled `token_label` (none when None)."""
     User = get_user_model()
     email = email.strip()
     user = User.objects.filter(email__iexact=email).first()
@@ -101,5 +107,7 @@ def create_person(
         user.groups.add(organization_group(organization, name))
     if operator:
         user.groups.add(organization.operators)
-    _, token = ApiToken.issue(organization=organization, user=user, label="create_identity")
+    if token_label is None:
+        return user, None
+    _, token = ApiToken.issue(organization=organization, user=user, label=token_label)
     return user, token
