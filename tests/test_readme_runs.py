@@ -220,6 +220,15 @@ def test_the_readme_runs_as_written(transactional_db, tmp_path):
             began = time.monotonic()
             run_block(block, server, workdir, env)
             print(f"README.md:{block.line} {block.kind} {block.name}: ran in {time.monotonic() - began:.1f} s")
+    # What the blocks wrote in the repository root is ignored by git: a reader's `git status` stays
+    # clean (issue 21, point 11). The readme_*.py files are this test's copies of what the reader
+    # saves as get_work.py and worker.py.
+    left = sorted(entry.name for entry in workdir.iterdir()
+                  if not entry.is_symlink() and not entry.name.startswith("readme_"))
+    assert left, "the README's blocks wrote nothing here: this check would prove nothing"
+    tracked_by_mistake = [name for name in left + ["get_work.py", "worker.py"] if subprocess.run(
+        ["git", "-C", str(ROOT), "check-ignore", "-q", "--no-index", name], check=False).returncode != 0]
+    assert tracked_by_mistake == [], f"README blocks leave files git would show: {tracked_by_mistake}"
 
 
 def run_block(block: Block, server, workdir: Path, env: dict) -> None:
