@@ -57,14 +57,15 @@ class Validator(OAuth2Validator):
 
 
 class ThrottledTokenView(TokenView):
-    """`/o/token/`: failed client authentications are counted per client and per address, and
-    then slowed down and refused with a 429 (kernel/throttle.py); a success clears the client's."""
+    """`/o/token/`: failed client authentications are counted per (client, address), per client
+    and per address, then slowed down and refused with a 429 (throttle.CLIENT_SECRET); the agent
+    from an address that has not failed is never refused."""
 
     def post(self, request, *args, **kwargs):
-        client = f"client:{_client_id(request)}"
+        client = _client_id(request)
         address = throttle.address_of(request)
         try:
-            throttle.check(throttle.CLIENT_SECRET, client, address)
+            throttle.CLIENT_SECRET.check(client, address)
         except throttle.Throttled as error:
             response = JsonResponse({"error": "invalid_client", "error_description": (
                 f"too many failed client authentications; try again in {error.wait_text}")}, status=429)
@@ -72,9 +73,9 @@ class ThrottledTokenView(TokenView):
             return response
         response = super().post(request, *args, **kwargs)
         if response.status_code == 401:
-            throttle.count(throttle.CLIENT_SECRET, client, address)
+            throttle.CLIENT_SECRET.failed(client, address)
         elif response.status_code == 200:
-            throttle.clear(throttle.CLIENT_SECRET, client)
+            throttle.CLIENT_SECRET.succeeded(client, address)
         return response
 
 

@@ -34,35 +34,36 @@ def _throttled_page(request, template: str, context: dict, error: throttle.Throt
 
 
 class SignInView(auth_views.LoginView):
-    """Sign-in failures are counted per account and per address; a success clears the account's."""
+    """Sign-in failures are counted per (account, address), per account and per address
+    (throttle.SIGN_IN); the owner from an address that has not failed is never refused."""
 
     def post(self, request, *args, **kwargs):
-        account = f"account:{request.POST.get('username', '').strip()}"
+        account = request.POST.get("username", "").strip()
         address = throttle.address_of(request)
         try:
-            throttle.check(throttle.SIGN_IN, account, address)
+            throttle.SIGN_IN.check(account, address)
         except throttle.Throttled as error:
             return _throttled_page(request, self.template_name, self.get_context_data(form=self.get_form()), error)
         response = super().post(request, *args, **kwargs)
         if request.user.is_authenticated:
-            throttle.clear(throttle.SIGN_IN, account)
+            throttle.SIGN_IN.succeeded(account, address)
         else:
-            throttle.count(throttle.SIGN_IN, account, address)
+            throttle.SIGN_IN.failed(account, address)
         return response
 
 
 class PasswordResetView(auth_views.PasswordResetView):
-    """Every reset request counts (it mails someone), per address and per email address."""
+    """Every reset request counts (it mails someone): per (email, address), per mailbox and per address."""
 
     form_class = PublicLinkResetForm
 
     def post(self, request, *args, **kwargs):
-        keys = (f"email:{request.POST.get('email', '').strip()}", throttle.address_of(request))
+        counters = throttle.password_reset_counters(request.POST.get("email", "").strip(), throttle.address_of(request))
         try:
-            throttle.check(throttle.PASSWORD_RESET, *keys)
+            throttle.check(*counters)
         except throttle.Throttled as error:
             return _throttled_page(request, self.template_name, self.get_context_data(form=self.get_form()), error)
-        throttle.count(throttle.PASSWORD_RESET, *keys)
+        throttle.count(*counters)
         return super().post(request, *args, **kwargs)
 
 

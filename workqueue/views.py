@@ -741,11 +741,11 @@ def time_zone(request, identity):
 def tokens(request, identity):
     created, label_error, status, retry_after = None, "", 200, None
     if request.method == "POST":
-        keys = (f"account:{identity.ref}", throttle.address_of(request))
+        counter = (throttle.TOKEN_CREATION, identity.ref)
         try:
-            throttle.check(throttle.TOKEN_CREATION, *keys)
+            throttle.check(counter)
             row, plaintext = issue_personal_token(identity, label=request.POST.get("label", ""))
-            throttle.count(throttle.TOKEN_CREATION, *keys)
+            throttle.count(counter)
             created = {"row": row, "plaintext": plaintext}
         except throttle.Throttled as error:
             label_error, status = f"Too many new tokens. Wait {error.wait_text}, then try again.", 429
