@@ -11,6 +11,8 @@ import smtplib
 import oauth2_provider.admin as dot_admin  # registers DOT's admins first; AccessToken's is replaced below
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
@@ -23,7 +25,7 @@ from oauth2_provider.models import get_access_token_model
 
 from . import oauth, people
 from .identity import revoke_token
-from .models import Agent, AgentApplication, ApiToken, AuditEvent, Member, Organization
+from .models import Agent, AgentApplication, ApiToken, AuditEvent, Member, Organization, OrganizationGroup
 from .organizations import OrganizationError, default_organization
 
 logger = logging.getLogger(__name__)
@@ -89,6 +91,32 @@ class AddPersonForm(forms.Form):
 ADD_PERSON_TEMPLATE = "admin/agentprocess/member/add_person.html"
 
 
+class ChangePersonForm(forms.ModelForm):
+    """A person's page: their name, their organization's groups they are in, operator or not."""
+
+    first_name = forms.CharField(label="First name", max_length=150, required=False)
+    last_name = forms.CharField(label="Last name", max_length=150, required=False)
+    groups = forms.ModelMultipleChoiceField(queryset=Group.objects.none(), required=False,
+                                            widget=forms.CheckboxSelectMultiple,
+                                            help_text="The groups whose work items they see and decide.")
+    operator = forms.BooleanField(
+        label="Operator", required=False, label_suffix="",
+        help_text="Operators cancel runs, send events, receive escalations and download the audit log.")
+
+    class Meta:
+        model = Member
+        fields = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        member = self.instance
+        self.fields["groups"].queryset = people.organization_groups(member.organization).order_by("name")
+        self.initial.update(
+            first_name=member.user.first_name, last_name=member.user.last_name,
+            groups=list(people.organization_groups(member.organization).filter(user=member.user)),
+            operator=member.user.groups.filter(pk=member.organization.operators_id).exists())
+
+
 @admin.register(Member)
 class MemberAdmin(admin.ModelAdmin):
     """People. "Add person" creates the account, its organization, groups and operator flag at once
@@ -100,6 +128,19 @@ class MemberAdmin(admin.ModelAdmin):
     search_fields = ("user__email", "user__username", "user__first_name", "user__last_name")
     raw_id_fields = ("user",)
     actions = ("send_new_invitation",)
+    readonly_fields = ("email", "organization")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        return ChangePersonForm if obj is not None else super().get_form(request, obj, change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        return ("email", "organization", "first_name", "last_name", "groups", "operator") if obj else ("user",)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            data = form.cleaned_data
+            people.change_person(member=obj, groups=list(data["groups"]), operator=data["operator"],
+                                 first_name=data["first_name"], last_name=data["last_name"], changed_by=request.user)
 
     @admin.display(ordering="user__email")
     def email(self, obj):
@@ -343,3 +384,44 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_select_related = ("organization",)
     readonly_fields = tuple(field.name for field in AuditEvent._meta.fields)
     show_full_result_count = False  # no COUNT(*) over the whole log on every page
+
+
+@admin.register(OrganizationGroup)
+class OrganizationGroupAdmin(admin.ModelAdmin):
+    """The organization's groups, the one list of groups in admin (Django's own Groups and Users are
+    kept off the index: a person's groups are set on their page under Members)."""
+
+    list_display = ("name", "organization", "people")
+    list_filter = ("organization",)
+    search_fields = ("group__name",)
+    fields = ("name", "organization", "people")
+    readonly_fields = ("name", "organization", "people")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("group", "organization").filter(
+            group__operators_of__isnull=True)
+
+    @admin.display(ordering="group__name")
+    def name(self, obj):
+        return obj.group.name
+
+    @admin.display(description="people")
+    def people(self, obj):
+        emails = sorted(obj.group.user_set.values_list("email", flat=True))
+        return ", ".join(emails) or "nobody yet"
+
+    def has_add_permission(self, request):
+        return False  # a group is made when a role is bound to it (an import, a draft page) or by create_identity --groups
+
+
+class AccountAdmin(UserAdmin):
+    """Django's accounts stay reachable (a person's password, staff rights) but off the admin index:
+    Members is where people are."""
+
+    def has_module_permission(self, request):
+        return False
+
+
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), AccountAdmin)
+admin.site.unregister(Group)

@@ -181,6 +181,7 @@ class EventKind(models.TextChoices):
     TOKEN_CREATED = "token_created", "API token created"
     TOKEN_REVOKED = "token_revoked", "API token revoked"
     PERSON_ADDED = "person_added", "Person added"
+    PERSON_CHANGED = "person_changed", "Person's groups or operator flag changed"
 
 
 class AuditEvent(models.Model):

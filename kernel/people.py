@@ -30,7 +30,7 @@ def existing_account(email: str):
 
 def duplicate_email_message(email: str) -> str:
     return (f"A person with the email address {email.strip()} already exists. "
-            "Find them under Members (or Users) instead of adding them again.")
+            "Find them under Members instead of adding them again.")
 
 
 @transaction.atomic
@@ -54,6 +54,43 @@ def add_person(*, organization: Organization, email: str, first_name: str = "", 
                  actor=audit.Actor.admin(added_by) if added_by is not None else audit.COMMAND_LINE, at=clock.now(),
                  data={"email": email, "groups": sorted(group.name for group in groups), "operator": operator})
     return user
+
+
+def organization_groups(organization: Organization):
+    """The groups people of the organization are put in (its operators group is the operator flag)."""
+    return Group.objects.filter(organization_link__organization=organization, operators_of__isnull=True)
+
+
+@transaction.atomic
+def change_person(*, member: Member, groups: list[Group], operator: bool, first_name: str, last_name: str,
+                  changed_by=None) -> bool:
+    """Set a person's name, their groups of their organization and their operator flag; groups of
+    no organization or another one are refused and left as they are. Who decides changes here, so
+    a change is recorded in the audit log with the groups before and after. True when something
+    changed."""
+    organization, user = member.organization, member.user
+    foreign = [group.name for group in groups
+               if getattr(getattr(group, "organization_link", None), "organization_id", None) != organization.id]
+    if foreign:
+        raise OrganizationError(f"not groups of organization {organization.slug}: {', '.join(sorted(foreign))}")
+    own = organization_groups(organization)
+    before = sorted(own.filter(user=user).values_list("name", flat=True))
+    was_operator = user.groups.filter(pk=organization.operators_id).exists()
+    after = sorted(group.name for group in groups)
+    user.groups.remove(*own.filter(user=user).exclude(pk__in=[group.pk for group in groups]))
+    user.groups.add(*groups)
+    (user.groups.add if operator else user.groups.remove)(organization.operators)
+    named = (user.first_name, user.last_name) != (first_name.strip(), last_name.strip())
+    if named:
+        user.first_name, user.last_name = first_name.strip(), last_name.strip()
+        user.save(update_fields=["first_name", "last_name"])
+    if before == after and was_operator == operator:
+        return named
+    audit.record(EventKind.PERSON_CHANGED, organization_id=organization.id,
+                 actor=audit.Actor.admin(changed_by) if changed_by is not None else audit.COMMAND_LINE,
+                 at=clock.now(), data={"email": user.email, "groups": after, "groupsBefore": before,
+                                       "operator": operator, "operatorBefore": was_operator})
+    return True
 
 
 def invitation_link(user) -> str:

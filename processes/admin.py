@@ -26,6 +26,7 @@ from .publishing import (
     import_draft,
     latest_version_of,
     publish_draft,
+    publishes_nothing,
     revise_draft,
 )
 from .rendering import render_markdown
@@ -130,6 +131,12 @@ class ProcessDraftAdmin(admin.ModelAdmin):
     actions = ("publish_selected",)
     change_form_template = "admin/processes/processdraft/change_form.html"
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        draft = self.get_object(request, object_id)
+        # Publish is offered only when it would make a version (the text or a group differs).
+        nothing = draft is not None and publishes_nothing(draft, self._latest(draft))
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), "publishes_nothing": nothing})
+
     class Media:
         css = {"all": ("processes/admin.css",)}  # noqa: RUF012 (Django reads it once)
 
@@ -153,14 +160,17 @@ class ProcessDraftAdmin(admin.ModelAdmin):
                 actor=audit.Actor.admin(request.user),
             )
             current = current_version_if_unchanged(draft, latest_version_of(draft))
+            again = "You imported this text before: this is that draft (no second copy was kept). " \
+                if getattr(draft, "reused", False) else ""
             if draft.issues:
                 self.message_user(
-                    request, f"Imported with {len(draft.issues)} issue(s). Correct the text below and press "
+                    request, f"{again}Imported with {len(draft.issues)} issue(s). Correct the text below and press "
                              "“Save and validate again”.", messages.WARNING)
             elif current is not None:
-                self.message_user(request, _unchanged_text(current), messages.INFO)
+                self.message_user(request, again + _same_file_text(current), messages.INFO)
             else:
-                self.message_user(request, "Imported. Bind every role to a group, then publish.", messages.SUCCESS)
+                self.message_user(request, f"{again}Imported. Bind every role to a group, then publish.",
+                                  messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:processes_processdraft_change", args=[draft.pk]))
         context = {**self.admin_site.each_context(request), "form": form, "title": "Import a PROCESS.md",
                    "opts": self.model._meta, "media": self.media}
@@ -343,8 +353,15 @@ def _version_link(version: ProcessVersion) -> str:
 
 
 def _unchanged_text(version: ProcessVersion) -> str:
-    return (f"Unchanged, version {version.number} is current: {version.process.name} has this content hash "
-            f"({version.content_hash}) and these role bindings already. Nothing was published.")
+    """After Publish on a draft that changes nothing."""
+    return (f"Unchanged: version {version.number} is current with this text and these groups already, so no "
+            f"new version was made ({version.process.name}, content hash {version.content_hash}).")
+
+
+def _same_file_text(version: ProcessVersion) -> str:
+    """After importing the current version's own text."""
+    return (f"This file is the same as version {version.number}, the current version of {version.process.name}: "
+            "there is nothing new to publish. To change who decides, bind a role to another group below and save.")
 
 
 class VersionInline(admin.TabularInline):

@@ -88,13 +88,20 @@ def _storable(source: str) -> str:
 @transaction.atomic
 def import_draft(*, organization, source: str, folder_name: str | None = None, created_by=None,
                  actor: audit.Actor = audit.COMMAND_LINE) -> ProcessDraft:
-    """Create a draft holding the source text and every issue found in it."""
+    """Create a draft holding the source text and every issue found in it. The same text imported
+    again while its draft is unpublished is that draft (`reused` is set), not a second copy."""
+    stored = _storable(source)
+    earlier = ProcessDraft.objects.filter(organization=organization, folder_name=folder_name or "", source=stored,
+                                          published_version__isnull=True).order_by("-pk").first()
+    if earlier is not None:
+        earlier.reused = True
+        return earlier
     name, issues, roles = _examine(source, folder_name)
     draft = ProcessDraft.objects.create(
         organization=organization,
         name=name,
         folder_name=folder_name or "",
-        source=_storable(source),
+        source=stored,
         issues=issues,
         roles=roles,
         created_by=created_by,
@@ -191,6 +198,15 @@ def latest_version_of(draft: ProcessDraft) -> ProcessVersion | None:
     process = (Process.objects.select_related("latest_version__process")
                .filter(organization_id=draft.organization_id, name=draft.name).first())
     return process.latest_version if process else None
+
+
+def publishes_nothing(draft: ProcessDraft, latest: ProcessVersion | None) -> bool:
+    """Whether publishing the draft now would create no version: the latest version has its content
+    hash and its groups (a role the draft leaves unbound keeps the latest version's group, as the
+    forms and the CLI prefill it)."""
+    if current_version_if_unchanged(draft, latest) is None:
+        return False
+    return {role: draft.bindings.get(role) or latest.bindings.get(role) for role in draft.roles} == latest.bindings
 
 
 def current_version_if_unchanged(draft: ProcessDraft, latest: ProcessVersion | None) -> ProcessVersion | None:

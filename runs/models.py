@@ -140,6 +140,8 @@ class WorkItem(models.Model):
     # Who is on it (runs/services/queue.py): advisory, never part of the protocol's assignment.
     held_by = models.CharField(max_length=254, null=True, blank=True)
     held_at = models.DateTimeField(null=True, blank=True)
+    # The operator who gave it to `held_by`; null when the holder took it themselves.
+    assigned_by = models.CharField(max_length=254, null=True, blank=True)
 
     class Meta:
         indexes = [

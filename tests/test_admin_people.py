@@ -101,7 +101,7 @@ def test_a_duplicate_email_is_refused_with_a_clear_message_and_changes_nothing(a
     assert response.status_code == 200
     page = response.content.decode()
     assert ("A person with the email address MIRA@example.com already exists. "
-            "Find them under Members (or Users) instead of adding them again.") in page
+            "Find them under Members instead of adding them again.") in page
     assert get_user_model().objects.count() == users
     assert mail.outbox == []
 

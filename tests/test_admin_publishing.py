@@ -158,7 +158,13 @@ def test_two_admins_publishing_the_same_file_at_once_make_one_version(transactio
 def test_admin_importing_and_publishing_an_unchanged_file_creates_no_version(admin_client, publish):
     version = publish(ONBOARDING, {"finance-approver": "finance"})
     draft, page = admin_import(admin_client, ONBOARDING_TEXT)
-    assert "Unchanged, version 1 is current: supplier-onboarding has this content hash" in page
+    # Issue 21, point 10: right after an import, nothing says "Nothing was published" (nobody asked
+    # to publish), and Publish is not offered for a file that would publish nothing.
+    assert ("This file is the same as version 1, the current version of supplier-onboarding: there is "
+            "nothing new to publish. To change who decides, bind a role to another group below and save.") in page
+    assert "Nothing was published" not in page
+    assert 'name="_publish"' not in page
+    assert "Nothing to publish: the current version has this text and these groups." in page
     assert "<strong>Unchanged</strong>: this file’s content hash equals" in page
     # Who decides starts from the current version's bindings.
     assert re.search(r'<input type="text" name="bind__finance-approver" value="finance"', page)
@@ -166,8 +172,8 @@ def test_admin_importing_and_publishing_an_unchanged_file_creates_no_version(adm
 
     published = admin_client.post(draft_url(draft), {"bind__finance-approver": "finance", "_publish": "1"},
                                   follow=True).content.decode()
-    assert (f"Unchanged, version 1 is current: supplier-onboarding has this content hash ({version.content_hash}) "
-            "and these role bindings already. Nothing was published.") in published
+    assert ("Unchanged: version 1 is current with this text and these groups already, so no new version was "
+            f"made (supplier-onboarding, content hash {version.content_hash}).") in published
     assert ProcessVersion.objects.count() == 1
     assert published_events() == [1]
     draft.refresh_from_db()

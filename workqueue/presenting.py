@@ -244,6 +244,7 @@ class InboxEntry:
     escalation_note: str | None
     sent_back: dict | None = None  # {note, by, at, how}: returned for rework
     held_by: str | None = None
+    assigned_by: str | None = None  # the operator who gave it to held_by (None: they took it)
     business_key: str = ""  # the run's name for people (its first text input)
     snapshot: str = ""  # the run's snapshot as this row showed it (bulk decisions send it)
     new: bool = False  # arrived after the person's last look at the inbox
@@ -283,7 +284,7 @@ def inbox_entry(item, definition, now, seen_at=None) -> InboxEntry:
         escalation_note=(item.escalation or {}).get("note"),
         sent_back=sent_back(definition, run.steps_data, item.step_id, item.step_state.handoff)
         if definition is not None and item.escalation is None else None,
-        held_by=item.held_by, snapshot=run.snapshot,
+        held_by=item.held_by, assigned_by=item.assigned_by, snapshot=run.snapshot,
         business_key=business_key(run.inputs, definition.inputs if definition is not None else None),
         new=seen_at is not None and item.created_at > seen_at and item.state == "open",
         open=item.state == "open", decision=item.decision, decided_at=item.decided_at,

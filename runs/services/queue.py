@@ -45,8 +45,8 @@ def take(*, identity: Identity, work_item_id: str, now) -> WorkItem:
         raise conflict(ConflictIssue.HELD_BY_OTHER, f"{item.held_by} has held this work item since "
                                                     f"{item.held_at:%Y-%m-%d %H:%M} UTC; ask them or an operator")
     if not item.held_by:
-        item.held_by, item.held_at = identity.email, now
-        item.save(update_fields=["held_by", "held_at"])
+        item.held_by, item.held_at, item.assigned_by = identity.email, now, None
+        item.save(update_fields=["held_by", "held_at", "assigned_by"])
         _record(EventKind.ITEM_TAKEN, identity, item, now)
     return item
 
@@ -59,8 +59,8 @@ def release(*, identity: Identity, work_item_id: str, now) -> WorkItem:
         raise forbidden("only the person who holds a work item, or an operator, releases it")
     if holder:
         previous = item.held_by
-        item.held_by, item.held_at = None, None
-        item.save(update_fields=["held_by", "held_at"])
+        item.held_by, item.held_at, item.assigned_by = None, None, None
+        item.save(update_fields=["held_by", "held_at", "assigned_by"])
         _record(EventKind.ITEM_RELEASED, identity, item, now, heldBy=previous)
     return item
 
@@ -86,8 +86,8 @@ def assign(*, identity: Identity, work_item_id: str, to: str, now) -> WorkItem:
         raise invalid("this person cannot hold this work item", [f"to: {to!r} is not a member of {whom}"])
     if (item.held_by or "").lower() != target.lower():
         previous = item.held_by
-        item.held_by, item.held_at = target, now
-        item.save(update_fields=["held_by", "held_at"])
+        item.held_by, item.held_at, item.assigned_by = target, now, identity.email
+        item.save(update_fields=["held_by", "held_at", "assigned_by"])
         _record(EventKind.ITEM_ASSIGNED, identity, item, now, to=target, heldBy=previous)
         notifications.queue_assigned(item, to=target, by=identity.email, now=now)  # notice hook (issue 15)
     return item

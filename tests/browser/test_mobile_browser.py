@@ -136,3 +136,22 @@ def test_the_process_map_scrolls_at_its_natural_size_on_a_phone(server, new_page
     assert figure.evaluate("el => el.scrollLeft") > 0
     screenshot(page, "run-wide-map-360")
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+
+
+def test_a_phone_inbox_card_labels_its_due_and_waiting_since(server, new_page, publish, make_person, agent):
+    """Issue 21, point 10: the cards showed two bare times. Each now reads "Due: …" and
+    "Waiting since: …" at phone width (the label is drawn by the phone stylesheet only)."""
+    build_world(publish, make_person, agent)
+    page = new_page()
+    sign_in(page, server, PERSON)
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(server + "/")
+    card = page.locator("tr.inbox-row").first
+    labels = card.evaluate("""row => [...row.querySelectorAll('td[data-label]')].map(
+        cell => getComputedStyle(cell, '::before').content)""")
+    assert labels[:2] == ['"Due: "', '"Waiting since: "'], labels
+    assert card.locator('td[data-label="Due"]').inner_text().strip() != ""
+    screenshot(page, "inbox-card-labels-390")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert card.evaluate("row => getComputedStyle(row.querySelector('td[data-label]'), '::before').content") \
+        == "none"  # on a desktop the column headings say it
