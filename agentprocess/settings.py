@@ -181,6 +181,29 @@ elif _db["ENGINE"].startswith("django.db.backends.postgresql"):
     if env.bool("DB_PREPARED_STATEMENTS", default=True):
         _db.setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 
+
+def _migration_database(url: str) -> dict:
+    """MIGRATION_DATABASE_URL: the role that owns the schema, on the same database as DATABASE_URL.
+    Only `manage.py migrate` connects with it (the `migration` alias, kernel/db_roles.py); the web,
+    Celery and every other command stay on DATABASE_URL's role, which owns nothing."""
+    owner = env.db_url_config(url)
+    if not (_db["ENGINE"] == owner["ENGINE"] == "django.db.backends.postgresql"):
+        raise ImproperlyConfigured("MIGRATION_DATABASE_URL is for PostgreSQL (postgres://owner:…@host:5432/db), "
+                                   "with DATABASE_URL on the same database")
+    if [owner[key] for key in ("HOST", "PORT", "NAME")] != [_db[key] for key in ("HOST", "PORT", "NAME")]:
+        raise ImproperlyConfigured("MIGRATION_DATABASE_URL must name the same host, port and database as "
+                                   "DATABASE_URL; only its role differs")
+    if not _db["USER"] or not owner["USER"] or _db["USER"] == owner["USER"]:
+        raise ImproperlyConfigured("DATABASE_URL and MIGRATION_DATABASE_URL must each name a role, two different "
+                                   "ones: the app's, which owns nothing, and the schema's owner")
+    # A test run creates no second test database for it: the alias is then the default's.
+    owner["TEST"] = {"MIRROR": "default"}
+    return owner
+
+
+if MIGRATION_DATABASE_URL := env.str("MIGRATION_DATABASE_URL", default=""):
+    DATABASES["migration"] = _migration_database(MIGRATION_DATABASE_URL)  # kernel.db_roles.MIGRATION_ALIAS
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 PASSWORD_HASHERS = [

@@ -51,6 +51,24 @@ def redis_reachable(url: str) -> bool:
         return False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _reset_past_the_audit_guard():
+    """Transactional tests are reset with TRUNCATE, which the audit log refuses on PostgreSQL
+    (kernel migration 0010). The reset alone runs as a replica session, which fires no trigger:
+    what a superuser (the suite's role) would do to empty the log on purpose."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    truncate = DatabaseOperations.sql_flush
+
+    def sql_flush(self, *args, **kwargs):
+        statements = truncate(self, *args, **kwargs)  # run in one transaction (execute_sql_flush)
+        return ["SET LOCAL session_replication_role = replica", *statements] if statements else statements
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DatabaseOperations, "sql_flush", sql_flush)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     from django.core.cache import caches

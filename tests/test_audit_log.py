@@ -262,15 +262,24 @@ def test_importing_binding_and_publishing_are_recorded_with_who_did_it(org, clie
 
 
 @pytest.mark.postgres
-def test_the_database_refuses_to_change_or_delete_an_event(screening):
+def test_the_database_refuses_to_change_delete_or_truncate_events(screening):
+    """Issue 21: TRUNCATE too, refused by a trigger for every role (here the suite's superuser)."""
     screener, *_ = screening
     run_id = screener.ok("start_run", process="screen-and-approve", inputs={"vendorName": "Acme"})["run"]["id"]
     event = AuditEvent.objects.filter(run_id=run_id).first()
-    for statement in (f"UPDATE agentprocess_auditevent SET actor = 'someone else' WHERE id = {event.id}",
-                      f"DELETE FROM agentprocess_auditevent WHERE id = {event.id}"):
-        with pytest.raises(DatabaseError, match="audit events are append-only"), transaction.atomic():
+    with connection.cursor() as cursor:  # the test's transaction: TRUNCATE waits for no deferred FK check
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    for statement, refused in (
+            (f"UPDATE agentprocess_auditevent SET actor = 'someone else' WHERE id = {event.id}",
+             f"UPDATE of audit event {event.id} refused"),
+            (f"DELETE FROM agentprocess_auditevent WHERE id = {event.id}", f"DELETE of audit event {event.id} refused"),
+            ("TRUNCATE agentprocess_auditevent", "TRUNCATE of the audit log refused"),
+            ("TRUNCATE agentprocess_auditevent, runs_run CASCADE", "TRUNCATE of the audit log refused")):
+        with pytest.raises(DatabaseError) as error, transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute(statement)
+        assert (error.value.__cause__.sqlstate, str(error.value).splitlines()[0]) == (
+            "42501", f"audit events are append-only: {refused}")
     assert AuditEvent.objects.get(pk=event.pk).actor == "a_screener"
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         AuditEvent.objects.filter(pk=event.pk).delete()

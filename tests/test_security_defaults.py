@@ -23,7 +23,8 @@ from tests.support.flows import LINK
 ROOT = Path(__file__).resolve().parent.parent
 STRONG_KEY = "k" * 20 + "3Yq9-PvT_uX2mW7sLr8cBn4JdA6fHe1Z" + "q" * 10
 README_DEPLOYMENT = {  # README "Deploying on PostgreSQL + Redis with several workers"
-    "DATABASE_URL": "postgres://agentprocess:secret@db:5432/agentprocess",
+    "DATABASE_URL": "postgres://agentprocess_app:secret@db:5432/agentprocess",
+    "MIGRATION_DATABASE_URL": "postgres://agentprocess_owner:secret@db:5432/agentprocess",  # the migrate line's
     "REDIS_URL": "redis://redis:6379/0",
     "PUBLIC_BASE_URL": "https://process.example.com",
     "SECRET_KEY": STRONG_KEY,
@@ -35,8 +36,8 @@ def clean_environment() -> dict:
     """This process's environment without the settings under test (and the browser tests' async
     switch, which no deployment has)."""
     return {key: value for key, value in os.environ.items()
-            if key not in ("SECRET_KEY", "DATABASE_URL", "PUBLIC_BASE_URL", "ALLOWED_HOSTS", "DEBUG", "REDIS_URL",
-                           "CACHE_URL", "CSRF_TRUSTED_ORIGINS", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+            if key not in ("SECRET_KEY", "DATABASE_URL", "MIGRATION_DATABASE_URL", "PUBLIC_BASE_URL", "ALLOWED_HOSTS",
+                           "DEBUG", "REDIS_URL", "CACHE_URL", "CSRF_TRUSTED_ORIGINS", "DJANGO_ALLOW_ASYNC_UNSAFE")}
 
 
 def run_django(code: str, env: dict) -> subprocess.CompletedProcess:
@@ -75,6 +76,21 @@ def test_check_deploy_is_clean_with_the_readmes_deployment_environment():
     # One check is silenced on purpose: DOT's warning about http redirect URIs, which native MCP
     # clients need on loopback (RFC 8252 §7.3; agentprocess/settings.py says why).
     assert checked.stdout.strip() == "System check identified no issues (1 silenced).", checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize(("migration_url", "message"), [
+    ("postgres://agentprocess_owner:secret@db:5432/elsewhere",
+     "MIGRATION_DATABASE_URL must name the same host, port and database as DATABASE_URL; only its role differs"),
+    ("postgres://agentprocess_app:secret@db:5432/agentprocess",
+     "DATABASE_URL and MIGRATION_DATABASE_URL must each name a role, two different ones: the app's, which owns "
+     "nothing, and the schema's owner"),
+    ("sqlite:///other.sqlite3", "MIGRATION_DATABASE_URL is for PostgreSQL"),
+])
+def test_a_migration_url_that_is_not_the_same_database_under_another_role_is_refused_at_start(migration_url, message):
+    """README "Deploying": the owner's role migrates the app's own database, never another one."""
+    started = run_django("print('started')", {**README_DEPLOYMENT, "MIGRATION_DATABASE_URL": migration_url})
+    assert started.returncode != 0 and "started" not in started.stdout
+    assert message in started.stderr, started.stderr
 
 
 def test_hosts_default_to_the_public_base_url_never_a_wildcard():

@@ -1,11 +1,13 @@
 """On PostgreSQL the database itself refuses to change or delete an audit event (issue 14).
 
-Row-level BEFORE UPDATE and BEFORE DELETE triggers raise; TRUNCATE (a table-level act of the
-database owner, which test databases use to reset) is not a row change and stays possible.
+Row-level BEFORE UPDATE and BEFORE DELETE triggers raise. TRUNCATE is not a row change: 0010
+refuses it with a trigger of its own (issue 21).
 SQLite, the development default, has no such guard.
 """
 
 from django.db import migrations
+
+from kernel.migrations import on_postgresql
 
 CREATE = """
 CREATE FUNCTION audit_event_is_append_only() RETURNS trigger AS $$
@@ -23,16 +25,6 @@ DROP FUNCTION IF EXISTS audit_event_is_append_only();
 """
 
 
-def guard(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(CREATE)
-
-
-def unguard(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
-
-
 class Migration(migrations.Migration):
     dependencies = [("agentprocess", "0003_audit_event")]
-    operations = [migrations.RunPython(guard, unguard)]
+    operations = [on_postgresql(CREATE, DROP)]
