@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.http import QueryDict
 
+from kernel import jsonio
 from processes.fields import field_type
 
 from .forms import parse_number, value_from_text
@@ -29,7 +30,10 @@ def _typed(kind: str, text: str):
     """(value, problem) for a filter value typed as text."""
     if kind == "number":
         number = parse_number(text)
-        return (None, f"“{text}” is not a number") if number is None else (number, None)
+        if number is None:
+            return None, f"“{text}” is not a number"
+        number, problem = jsonio.stored(number)  # what no run can hold is no bound PostgreSQL can compare
+        return (None, f"“{text}” is a {problem}") if problem else (number, None)
     if kind == "date":
         try:
             return dt.date.fromisoformat(text).isoformat(), None

@@ -12,12 +12,14 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
-from django.db import DatabaseError, OperationalError
+from django.conf import settings
+from django.db import DatabaseError, DataError, OperationalError
 from jsonschema import Draft202012Validator
 
-from kernel import clock
+from kernel import clock, jsonio
 from kernel.capabilities import offered_tools
 from kernel.errors import ToolError, invalid, not_found, retry
 from kernel.identity import Identity
@@ -132,11 +134,13 @@ def _text_problem(text: str) -> str | None:
 
 
 def _value_issues(arguments) -> list[str]:
-    """Texts that cannot be stored (keys included) and nesting past MAX_DEPTH, each with its place.
-    Iterative, so no depth of nesting can exhaust the stack here."""
-    issues, pending = [], [(arguments, "", 0)]
+    """Texts that cannot be stored (keys included), numbers that cannot be stored exactly and
+    nesting past MAX_DEPTH, each with its place. Every other number is put in the form it is stored
+    in, in place (kernel/jsonio.py `stored`): SQLite and PostgreSQL then hold the same text, and
+    neither meets a number it cannot hold. Iterative, so no depth of nesting can exhaust the stack."""
+    issues, pending, written = [], [(arguments, "", 0, None, None)], 0
     while pending:
-        value, path, depth = pending.pop()
+        value, path, depth, container, slot = pending.pop()
         label = path or "arguments"
         if isinstance(value, str):
             problem = _text_problem(value)
@@ -147,7 +151,8 @@ def _value_issues(arguments) -> list[str]:
                 issues.append(f"{label}: nested deeper than {MAX_DEPTH} levels")
                 continue
             items = value.items() if isinstance(value, dict) else enumerate(value)
-            for key, item in items:
+            for slot, item in items:
+                key = slot
                 if isinstance(key, str):
                     problem = _text_problem(key)
                     if problem:
@@ -155,7 +160,20 @@ def _value_issues(arguments) -> list[str]:
                         key = key.encode("utf-8", "backslashreplace").decode()
                 child = f"{path}.{key}" if isinstance(key, str) and path else str(key) if isinstance(key, str) \
                     else f"{path}[{key}]"
-                pending.append((item, child, depth + 1))
+                pending.append((item, child, depth + 1, value, slot))
+        elif isinstance(value, int | float | Decimal) and value is not True and value is not False:
+            kept, problem = jsonio.stored(value)
+            if problem:
+                issues.append(f"{label}: {problem}")
+                continue
+            if kept is not value and container is not None:
+                container[slot] = kept
+            if type(kept) is jsonio.Number:
+                written += jsonio.written_length(kept)
+    if written > settings.RUN_DATA_BYTES:
+        # 1E+131071 is 9 characters sent and 131072 stored: bounded here, before anything writes them out.
+        issues.append(f"arguments: the numbers written out take {written} characters, more than "
+                      f"limits.runDataBytes ({settings.RUN_DATA_BYTES})")
     return issues
 
 
@@ -195,6 +213,12 @@ def call_tool(identity: Identity, name: str, arguments) -> dict:
     except OperationalError:
         log.warning("database busy during %s", name, exc_info=True)
         return retry("the server is busy; retry with the same requestId").envelope()
+    except DataError:
+        # The database refuses a value of this call, and would again: answering `retry` would have
+        # the caller retry for ever. `_value_issues` refuses what a database cannot store first.
+        log.exception("database refused a value during %s", name)
+        return invalid("the database cannot store a value of this call",
+                       ["arguments: a value the database cannot store"]).envelope()
     except DatabaseError:
         log.exception("database error during %s", name)
         return retry("the server could not complete this call; retry with the same requestId").envelope()
