@@ -352,6 +352,41 @@ def test_implicit_and_password_grants_are_refused(client, finance, mcp_app):
     assert response.status_code >= 400 and "access_token" not in response.json()
 
 
+DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+@pytest.mark.parametrize("form", [
+    {"grant_type": DEVICE_CODE},                                    # DOT's device branch: was a 500
+    {"grant_type": DEVICE_CODE, "device_code": "abc"},              # was a 404 "device_not_found"
+    {"grant_type": "password"},                                     # was "missing username"
+    {"grant_type": "password", "username": "fin@example.com", "password": PASSWORD},
+    {"grant_type": "implicit"},
+    {"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": "x"},
+    {"grant_type": "garbage"},
+    {"grant_type": ""},
+    {},
+])
+@pytest.mark.parametrize("who", ["public client", "agent application"])
+def test_grants_this_server_does_not_offer_answer_unsupported_grant_type(client, finance, mcp_app, agent_app, form,
+                                                                         who):
+    """RFC 6749 §5.2: a grant the server does not offer is `unsupported_grant_type`, whatever
+    parameters come with it, and never a 500; no token is issued."""
+    if who == "public client":
+        response = token_request(client, {**form, "client_id": mcp_app.client_id})
+    else:
+        response = token_request(client, form, basic(agent_app[1], agent_app[2]))
+    assert (response.status_code, response.json()) == (400, {"error": "unsupported_grant_type"})
+    assert not AccessToken.objects.exists()
+
+
+def test_offered_grants_without_their_parameters_answer_invalid_request(client, mcp_app):
+    for form, description in [({"grant_type": "authorization_code"}, "Missing code parameter."),
+                              ({"grant_type": "refresh_token"}, "Missing refresh token parameter.")]:
+        response = token_request(client, {**form, "client_id": mcp_app.client_id})
+        assert (response.status_code, response.json()) == (
+            400, {"error": "invalid_request", "error_description": description})
+
+
 def test_refresh_tokens_rotate_and_a_replayed_one_revokes_the_family(client, finance, mcp_app):
     first = code_flow_tokens(client, mcp_app, finance)
     refresh = {"grant_type": "refresh_token", "client_id": mcp_app.client_id}
