@@ -217,6 +217,8 @@ WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
 
 LOGIN_URL = "/accounts/login/"
+# Django's, with the email address read without case (people's addresses are stored lower-cased).
+AUTHENTICATION_BACKENDS = ["workqueue.accounts.EmailBackend"]
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 

@@ -23,6 +23,7 @@ from oauth2_provider.models import get_access_token_model
 
 from . import oauth, people
 from .identity import revoke_token
+from .identity_names import agent_name_issues, display_name_issues, email_issues, normalized_email
 from .models import Agent, AgentApplication, ApiToken, AuditEvent, Member, Organization
 from .organizations import OrganizationError, default_organization
 
@@ -39,6 +40,14 @@ class OrganizationAdmin(admin.ModelAdmin):
 class GroupChoices(forms.ModelMultipleChoiceField):
     def label_from_instance(self, group):
         return f"{group.name} ({group.organization_link.organization.slug})" if self.show_organization else group.name
+
+
+def refuse_issues(issues: list[str], value=None):
+    """A field's issues (kernel/identity_names.py) as its errors, without the field's own label."""
+    if issues:
+        texts = [issue.split(": ", 1)[-1] for issue in issues]
+        raise forms.ValidationError([f"{text[:1].upper()}{text[1:]}." for text in texts], code="invalid")
+    return value
 
 
 class AddPersonForm(forms.Form):
@@ -70,10 +79,20 @@ class AddPersonForm(forms.Form):
         self.fields["groups"].show_organization = organizations > 1
 
     def clean_email(self):
-        email = self.cleaned_data["email"].strip()
+        email = self.cleaned_data["email"]
+        refuse_issues(email_issues(email))
+        email = normalized_email(email)
         if people.existing_account(email) is not None:
             raise forms.ValidationError(people.duplicate_email_message(email), code="duplicate")
         return email
+
+    def clean_first_name(self):
+        return refuse_issues(display_name_issues("first name", self.cleaned_data["first_name"]),
+                             self.cleaned_data["first_name"])
+
+    def clean_last_name(self):
+        return refuse_issues(display_name_issues("last name", self.cleaned_data["last_name"]),
+                             self.cleaned_data["last_name"])
 
     def clean(self):
         data = super().clean()
@@ -156,8 +175,25 @@ class MemberAdmin(admin.ModelAdmin):
             self._invite(request, member.user, member.organization, added=False)
 
 
+class AgentForm(forms.ModelForm):
+    # Not the model's SlugField: its one message would hide the issues of identity_names.
+    name = forms.CharField(label="Name", help_text="Lowercase letters a-z, digits and hyphens (like "
+                                                   "invoice-bot-2); runs show it as a_<name>.")
+
+    class Meta:
+        model = Agent
+        fields = ("organization", "name")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if self.instance.pk is None or name != self.instance.name:  # a name kept is not judged again
+            refuse_issues(agent_name_issues(name))
+        return name
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
     list_display = ("name", "organization", "created_at")
     list_filter = ("organization",)
     search_fields = ("name",)
