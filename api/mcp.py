@@ -44,11 +44,12 @@ from api import tools
 from kernel import jsonio, origin
 from kernel.capabilities import PROTOCOL, VERSION, offered_tools
 from kernel.identity import Identity
+from kernel.oauth import MCP_RESOURCE_PATH
 
-from .auth import RETRY_AFTER, UNAUTHENTICATED, UNAVAILABLE, CredentialsUnavailable, authenticate, www_authenticate
+from .auth import NO_CREDENTIAL, RETRY_AFTER, UNAVAILABLE, CredentialsUnavailable, authenticate, unauthenticated
 from .threads import run_sync
 
-MCP_PATH = "/mcp"
+MCP_PATH = MCP_RESOURCE_PATH
 IDENTITY_SCOPE_KEY = "kernel.identity"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -118,7 +119,7 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     # ctx.request is the Starlette request of this HTTP POST, on both protocol eras.
     identity: Identity | None = ctx.request.scope.get(IDENTITY_SCOPE_KEY) if ctx.request is not None else None
     if identity is None:  # unreachable over HTTP (McpEndpoint answers 401 first); refuse rather than guess
-        envelope = UNAUTHENTICATED
+        envelope = NO_CREDENTIAL
     else:
         # On a tool thread with its own DB connection, framed like a request (api.threads).
         envelope = await run_sync(origin.within, origin.of_scope(ctx.request.scope), tools.call_tool, identity,
@@ -258,9 +259,8 @@ class McpEndpoint:
 
     @staticmethod
     async def unauthenticated(scope, receive, send, authorization: str | None) -> None:
-        challenge = www_authenticate("invalid_token" if authorization else None)
-        response = JSONResponse(UNAUTHENTICATED, status_code=401, headers={"WWW-Authenticate": challenge})
-        await response(scope, receive, send)
+        envelope, headers = unauthenticated(authorization, MCP_RESOURCE_PATH)
+        await JSONResponse(envelope, status_code=401, headers=headers)(scope, receive, send)
 
     async def direct_tool_call(self, scope, send, authorization: str | None, body: bytes) -> bool:
         """Answer a plain tools/call as the SDK would, after the SDK's own checks. False: the SDK

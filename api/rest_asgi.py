@@ -44,6 +44,17 @@ def _header(scope, name: bytes) -> str | None:
     return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
 
 
+def _call_headers(scope) -> tuple[str | None, str | None]:
+    """Authorization and Content-Type, in one pass over the headers."""
+    authorization = content_type = None
+    for key, value in scope["headers"]:
+        if key == b"authorization":
+            authorization = value.decode("latin-1")
+        elif key == b"content-type":
+            content_type = value.decode("latin-1")
+    return authorization, content_type
+
+
 def host_allowed(scope) -> bool:
     """Django's own Host check (ALLOWED_HOSTS), which this route would otherwise skip."""
     domain, _port = split_domain_port(_header(scope, b"host") or "")
@@ -71,13 +82,13 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
         await send_json(send, 400, UNKNOWN_HOST, {})
         return
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    authorization = _header(scope, b"authorization")
+    authorization, content_type = _call_headers(scope)
     first = await receive()
     if first["type"] == "http.disconnect":
         return
     if not first.get("more_body"):
         status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), respond, authorization,
-                                                   tool, first.get("body", b""))
+                                                   content_type, tool, first.get("body", b""))
         await send_json(send, status, envelope, headers)
         return
     identity, refusal = await run_sync(authenticated, authorization)
@@ -89,7 +100,8 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
         if body is None:
             await send_json(send, 413, TOO_LARGE, {})
             return
-    status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), answer, identity, tool, body)
+    status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), answer, identity, content_type,
+                                               tool, body)
     await send_json(send, status, envelope, headers)
 
 

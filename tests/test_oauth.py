@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from oauth2_provider.models import AccessToken, Application, RefreshToken
 
 from kernel import oauth
-from api.auth import UNAUTHENTICATED
+from api.auth import NO_CREDENTIAL, UNKNOWN_CREDENTIAL
 from kernel.identity import identity_from_bearer
 from kernel.models import Agent, AgentApplication
 from tests.support.actors import Actor, rest_call
@@ -182,7 +182,7 @@ def test_protected_resource_metadata_names_the_resource_and_this_authorization_s
 
 def test_rest_401_names_the_rest_metadata_document_and_the_scope(client, db):
     status, envelope, response = rest_call(client, None, "describe", {})
-    assert (status, envelope) == (401, UNAUTHENTICATED)
+    assert (status, envelope) == (401, NO_CREDENTIAL)
     challenge = response["WWW-Authenticate"]
     assert challenge == (f'Bearer realm="agentprocess", resource_metadata="{BASE}/.well-known/oauth-protected-resource'
                          f'/api/v1", scope="tools"')
@@ -610,7 +610,7 @@ def test_mcp_client_gets_a_token_by_client_credentials_and_works_then_a_revoked_
     challenge = response.headers["WWW-Authenticate"]
     assert challenge == (f'Bearer realm="agentprocess", resource_metadata="{live_server_url}/.well-known/'
                          f'oauth-protected-resource/mcp", scope="tools", error="invalid_token"')
-    assert response.json() == UNAUTHENTICATED
+    assert response.json() == UNKNOWN_CREDENTIAL
     metadata = httpx2.get(re.search(r'resource_metadata="([^"]+)"', challenge)[1], timeout=30).json()
     assert metadata["resource"] == f"{live_server_url}/mcp"
     assert metadata["authorization_servers"] == [live_server_url]
