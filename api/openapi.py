@@ -70,7 +70,9 @@ def expand_tool_paths(result, generator, request, public):
             "summary": tool.description,
             "tags": ["tools"],
             "security": [{"bearer": []}],
-            "requestBody": {"required": True, "content": {"application/json": {"schema": arguments}}},
+            # A tool whose arguments are all optional may be called with no body at all.
+            "requestBody": {"required": bool(arguments.get("required")),
+                            "content": {"application/json": {"schema": arguments}}},
             "responses": responses,
         }}
     result["paths"] = paths

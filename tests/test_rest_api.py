@@ -242,6 +242,24 @@ def test_openapi_schema_describes_every_tool_with_the_spec_schemas(client, agent
     assert client.get("/api/v1/docs/").status_code == 200
 
 
+def test_openapi_marks_a_request_body_required_only_for_tools_with_required_arguments(client, agent):
+    """Every tool of /api/v1/schema/ against its own argument schema: a tool whose arguments are all
+    optional may be called with no body (README "REST"), so its requestBody is not required."""
+    from api.tools.registry import argument_schema
+
+    paths = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    optional = set()
+    for path, item in paths.items():
+        tool = path.rsplit("/", 1)[1]
+        body = item["post"]["requestBody"]
+        required = argument_schema(tool).get("required", [])
+        assert body["required"] is bool(required), tool
+        assert body["content"]["application/json"]["schema"].get("required", []) == required, tool
+        if not required:
+            optional.add(tool)
+    assert optional == {"describe", "list_processes", "get_work", "list_runs"}
+
+
 def test_a_float_limit_and_nul_characters_are_handled(client, agent):
     status, env, _ = rest_call(client, agent.token, "get_work", {"limit": 2.0})
     assert status == 200
