@@ -9,10 +9,10 @@ import asyncio
 import re
 
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
 
 from kernel import origin
 
+from .hosts import UNKNOWN_HOST, host_allowed
 from .rest import answer, authenticated, envelope_bytes, respond
 from .threads import run_sync
 
@@ -36,12 +36,6 @@ async def send_json(send, status: int, envelope: dict, headers: dict[str, str]) 
 
 TOO_LARGE = {"ok": False, "error": {"code": "invalid", "message": "the request body is too large",
                                     "issues": ["body: larger than the server accepts"]}}
-UNKNOWN_HOST = {"ok": False, "error": {"code": "invalid", "message": "this server does not answer to that host name",
-                                       "issues": ["Host: not one of this server's ALLOWED_HOSTS"]}}
-
-
-def _header(scope, name: bytes) -> str | None:
-    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
 
 
 def _call_headers(scope) -> tuple[str | None, str | None]:
@@ -53,12 +47,6 @@ def _call_headers(scope) -> tuple[str | None, str | None]:
         elif key == b"content-type":
             content_type = value.decode("latin-1")
     return authorization, content_type
-
-
-def host_allowed(scope) -> bool:
-    """Django's own Host check (ALLOWED_HOSTS), which this route would otherwise skip."""
-    domain, _port = split_domain_port(_header(scope, b"host") or "")
-    return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
 
 
 # How many large bodies (more than one read) this worker buffers at once; the rest wait their turn,

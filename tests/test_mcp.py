@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from api.hosts import UNKNOWN_HOST
 from kernel.capabilities import offered_tools
 from tests.support.envelopes import check_envelope
 from tests.support.spec import EXAMPLES, SCHEMAS, need_spec
@@ -211,7 +212,7 @@ def test_get_on_mcp_is_405_and_a_foreign_host_is_refused(live_server_url, agent)
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe"}}
     headers = {**auth, "Host": "evil.example", "Accept": "application/json, text/event-stream"}
     response = httpx2.post(f"{live_server_url}/mcp", headers=headers, json=body, timeout=5)
-    assert response.status_code == 421
+    assert (response.status_code, response.json()) == (400, UNKNOWN_HOST)  # as on the REST route
 
 
 def test_the_asgi_app_still_serves_django_and_its_static_files(live_asgi_server):
@@ -272,7 +273,7 @@ def test_a_direct_tools_call_answers_exactly_as_the_sdk_does(live_server_url, sd
         ("get_work", {"limit": "five"}, {}),                                                       # invalid
         ("no_such_tool", {}, {}),
         ("describe", {}, {"Mcp-Name": "get_work"}),          # header mismatch: the SDK's rejection
-        ("describe", {}, {"Host": "evil.example"}),          # DNS-rebinding protection: 421
+        ("describe", {}, {"Host": "evil.example"}),          # ALLOWED_HOSTS (api/hosts.py): 400
         ("describe", {}, {"Accept": "text/html"}),           # 406
         ("describe", {}, {"Content-Type": "text/plain"}),    # not JSON: the SDK's 400
         ("describe", {}, {"Content-Type": "application/json; charset=utf-8"}),
