@@ -240,6 +240,8 @@ WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
 
 LOGIN_URL = "/accounts/login/"
+# Django's, with the email address read without case (people's addresses are stored lower-cased).
+AUTHENTICATION_BACKENDS = ["workqueue.accounts.EmailBackend"]
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
@@ -302,6 +304,8 @@ CELERY_BEAT_SCHEDULE = {
     # A sweep not started within one interval is dropped: the next one does the same work.
     "sweep": {"task": "runs.tasks.sweep", "schedule": SWEEP_INTERVAL_SECONDS,
               "options": {"expires": SWEEP_INTERVAL_SECONDS}},
+    # Walks the upload storage, so hourly: an orphan is only removed once an hour old anyway.
+    "sweep-orphan-files": {"task": "runs.tasks.sweep_orphan_files", "schedule": 3600, "options": {"expires": 3600}},
 }
 
 # --- check-1 evaluator (OpenAI-compatible chat completions); unset = no check profile ----

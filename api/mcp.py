@@ -44,13 +44,14 @@ from api import tools
 from kernel import jsonio, origin
 from kernel.capabilities import PROTOCOL, VERSION, offered_tools
 from kernel.identity import Identity
+from kernel.oauth import MCP_RESOURCE_PATH
 
-from .auth import RETRY_AFTER, UNAUTHENTICATED, UNAVAILABLE, CredentialsUnavailable, authenticate, www_authenticate
+from .auth import NO_CREDENTIAL, RETRY_AFTER, UNAVAILABLE, CredentialsUnavailable, authenticate, unauthenticated
+from .hosts import UNKNOWN_HOST, host_allowed
 from .threads import run_sync
 
-MCP_PATH = "/mcp"
+MCP_PATH = MCP_RESOURCE_PATH
 IDENTITY_SCOPE_KEY = "kernel.identity"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 INSTRUCTIONS = (
     "agentprocess process server (core-2). Call describe first. Agents: get_work lists ready steps, each "
@@ -118,7 +119,7 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
     # ctx.request is the Starlette request of this HTTP POST, on both protocol eras.
     identity: Identity | None = ctx.request.scope.get(IDENTITY_SCOPE_KEY) if ctx.request is not None else None
     if identity is None:  # unreachable over HTTP (McpEndpoint answers 401 first); refuse rather than guess
-        envelope = UNAUTHENTICATED
+        envelope = NO_CREDENTIAL
     else:
         # On a tool thread with its own DB connection, framed like a request (api.threads).
         envelope = await run_sync(origin.within, origin.of_scope(ctx.request.scope), tools.call_tool, identity,
@@ -145,17 +146,17 @@ def build_server() -> Server:
 
 
 def transport_security() -> TransportSecuritySettings:
-    """DNS-rebinding protection from ALLOWED_HOSTS (`*`: no Host/Origin restriction).
+    """The SDK's DNS-rebinding protection from ALLOWED_HOSTS (`*`: no Host/Origin restriction),
+    behind McpEndpoint's own Host check (api/hosts.py, Django's rule).
 
-    Loopback and the host of PUBLIC_BASE_URL are always allowed. The SDK matches exact hosts,
-    optionally with any port (`host:*`); a Django subdomain pattern `.example.com` allows
-    `example.com` only, so list subdomains that serve /mcp explicitly.
+    Only ALLOWED_HOSTS: loopback is among them when the server is embedded, and not on a
+    deployment, as for pages and REST. The SDK matches exact hosts, optionally with any port
+    (`host:*`); a Django subdomain pattern `.example.com` allows `example.com` only, so list
+    subdomains that serve /mcp explicitly.
     """
     if "*" in settings.ALLOWED_HOSTS:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    hosts = [host.lstrip(".") for host in settings.ALLOWED_HOSTS if host]
-    hosts += [urlsplit(settings.PUBLIC_BASE_URL).hostname or "", *LOOPBACK_HOSTS]
-    hosts = list(dict.fromkeys(host for host in hosts if host))
+    hosts = list(dict.fromkeys(host.lstrip(".") for host in settings.ALLOWED_HOSTS if host))
     public = urlsplit(settings.PUBLIC_BASE_URL)
     origins = [f"{scheme}://{host}{port}" for host in hosts for scheme in ("http", "https") for port in ("", ":*")]
     origins += [f"{public.scheme}://{public.netloc}", *settings.CSRF_TRUSTED_ORIGINS]
@@ -228,6 +229,8 @@ class McpEndpoint:
         self.security = TransportSecurityMiddleware(sessions.security_settings)
 
     async def __call__(self, scope, receive, send) -> None:
+        if not host_allowed(scope):  # before anything else, as on the REST route and the pages
+            return await JSONResponse(UNKNOWN_HOST, status_code=400)(scope, receive, send)
         headers = dict(scope["headers"])
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
@@ -258,9 +261,8 @@ class McpEndpoint:
 
     @staticmethod
     async def unauthenticated(scope, receive, send, authorization: str | None) -> None:
-        challenge = www_authenticate("invalid_token" if authorization else None)
-        response = JSONResponse(UNAUTHENTICATED, status_code=401, headers={"WWW-Authenticate": challenge})
-        await response(scope, receive, send)
+        envelope, headers = unauthenticated(authorization, MCP_RESOURCE_PATH)
+        await JSONResponse(envelope, status_code=401, headers=headers)(scope, receive, send)
 
     async def direct_tool_call(self, scope, send, authorization: str | None, body: bytes) -> bool:
         """Answer a plain tools/call as the SDK would, after the SDK's own checks. False: the SDK

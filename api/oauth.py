@@ -28,11 +28,14 @@ from kernel.oauth import GRANTS, RESOURCE_PATHS, REST_RESOURCE_PATH, is_agent_ap
 class Server(oauthlib.oauth2.Server):
     """oauthlib's server with S256 as the only PKCE method: "plain", and a code_challenge without a
     method (which means plain), are refused before the consent page (DOT alone would only refuse
-    plain after consent, when it creates the code)."""
+    plain after consent, when it creates the code). The token endpoint knows only the grants this
+    server offers: any other (password, device code, …) is `unsupported_grant_type` (RFC 6749
+    §5.2) before its parameters are read."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.auth_grant._code_challenge_methods = {"S256": code_challenge_method_s256}
+        self._grant_types = {grant: self._grant_types[grant] for grant in GRANTS}
 
 
 class Validator(OAuth2Validator):
@@ -71,7 +74,9 @@ class ThrottledTokenView(TokenView):
                 f"too many failed client authentications; try again in {error.wait_text}")}, status=429)
             response["Retry-After"] = str(error.retry_after)
             return response
-        response = super().post(request, *args, **kwargs)
+        # Not super().post(): DOT's would answer a device-code grant itself (a 500 without its
+        # `device_code`); this server offers no device flow, so oauthlib refuses it like any other.
+        response = self.authorization_flow_token_response(request)
         if response.status_code == 401:
             throttle.CLIENT_SECRET.failed(client, address)
         elif response.status_code == 200:

@@ -10,8 +10,8 @@ from api.tools.registry import SCHEMAS
 from kernel.capabilities import offered_tools
 
 ERROR_STATUSES = {
-    "400": "invalid: the arguments break the tool's schema, or a token does not verify",
-    "401": "no or unknown bearer credential",
+    "400": "invalid: the arguments break the tool's schema, a token does not verify, or the body is not JSON",
+    "401": "invalid: no, a malformed or an unknown bearer credential (with a WWW-Authenticate challenge)",
     "403": "forbidden for this identity",
     "404": "not_found in this organization",
     "409": "conflict or stale",
@@ -70,7 +70,9 @@ def expand_tool_paths(result, generator, request, public):
             "summary": tool.description,
             "tags": ["tools"],
             "security": [{"bearer": []}],
-            "requestBody": {"required": True, "content": {"application/json": {"schema": arguments}}},
+            # A tool whose arguments are all optional may be called with no body at all.
+            "requestBody": {"required": bool(arguments.get("required")),
+                            "content": {"application/json": {"schema": arguments}}},
             "responses": responses,
         }}
     result["paths"] = paths

@@ -15,8 +15,9 @@ from api.tools.registry import MAX_DEPTH
 from kernel import jsonio
 from kernel.errors import HTTP_STATUS
 from kernel.identity import Identity
+from kernel.oauth import REST_RESOURCE_PATH
 
-from .auth import RETRY_AFTER, UNAUTHENTICATED, UNAVAILABLE, CredentialsUnavailable, authenticate, www_authenticate
+from .auth import RETRY_AFTER, UNAVAILABLE, CredentialsUnavailable, authenticate, unauthenticated
 
 NOT_JSON = {"ok": False, "error": {"code": "invalid", "message": "the body is not JSON",
                                    "issues": ["body: not valid JSON"]}}
@@ -24,6 +25,10 @@ TOO_DEEP = {"ok": False, "error": {"code": "invalid", "message": "the arguments 
                                    "issues": [f"body: nested deeper than {MAX_DEPTH} levels"]}}
 NOT_POST = {"ok": False, "error": {"code": "invalid", "message": "tools are called with POST",
                                    "issues": ["method: only POST is allowed"]}}
+NOT_JSON_TYPE = {"ok": False, "error": {"code": "invalid", "message": "the arguments are sent as JSON",
+                                        "issues": ["Content-Type: not JSON; send application/json"]}}
+NO_TYPE = {"ok": False, "error": {"code": "invalid", "message": "the arguments are sent as JSON",
+                                  "issues": ["Content-Type: missing; send application/json"]}}
 
 
 Answer = tuple[int, dict, dict[str, str]]  # (HTTP status, envelope, extra headers)
@@ -38,10 +43,10 @@ def envelope_bytes(envelope: dict) -> bytes:
         return jsonio.dumps(envelope).encode()
 
 
-def respond(authorization: str | None, tool: str, body: bytes) -> Answer:
+def respond(authorization: str | None, content_type: str | None, tool: str, body: bytes) -> Answer:
     """The whole REST rule set, for both ways in (the ASGI route and the Django view)."""
     identity, refusal = authenticated(authorization)
-    return refusal if refusal is not None else answer(identity, tool, body)
+    return refusal if refusal is not None else answer(identity, content_type, tool, body)
 
 
 def authenticated(authorization: str | None) -> tuple[Identity | None, Answer | None]:
@@ -52,12 +57,28 @@ def authenticated(authorization: str | None) -> tuple[Identity | None, Answer | 
     except CredentialsUnavailable:
         return None, (HTTP_STATUS["retry"], UNAVAILABLE, RETRY_AFTER)
     if identity is None:
-        challenge = www_authenticate("invalid_token" if authorization else None, resource_path="/api/v1")
-        return None, (401, UNAUTHENTICATED, {"WWW-Authenticate": challenge})
+        return None, (401, *unauthenticated(authorization, REST_RESOURCE_PATH))
     return identity, None
 
 
-def answer(identity: Identity, tool: str, body: bytes) -> Answer:
+def body_type_refusal(content_type: str | None, body: bytes) -> dict | None:
+    """The arguments come as JSON: `application/json` (any parameters, a charset say) or a
+    `+json` type. No Content-Type is fine only without a body: a tool whose arguments are all
+    optional (describe, list_processes, get_work, list_runs) may be called with nothing at all."""
+    if content_type == "application/json":  # nearly every call: one comparison
+        return None
+    if content_type is None or not content_type.strip():
+        return NO_TYPE if body else None
+    media = content_type.partition(";")[0].strip().lower()
+    if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
+        return None
+    return NOT_JSON_TYPE
+
+
+def answer(identity: Identity, content_type: str | None, tool: str, body: bytes) -> Answer:
+    refusal = body_type_refusal(content_type, body)
+    if refusal is not None:
+        return HTTP_STATUS["invalid"], refusal, {}
     try:
         arguments = jsonio.loads(body or b"{}")  # numbers exactly as sent (spec §2.3)
     except RecursionError:
@@ -91,7 +112,8 @@ class ToolView(APIView):
 
     @extend_schema(exclude=True)  # described per tool by api.openapi.expand_tool_paths
     def post(self, request, tool: str):
-        status, envelope, headers = respond(request.headers.get("Authorization"), tool, request._request.body)
+        status, envelope, headers = respond(request.headers.get("Authorization"), request.META.get("CONTENT_TYPE"),
+                                            tool, request._request.body)
         response = HttpResponse(envelope_bytes(envelope), status=status, content_type="application/json")
         for name, value in headers.items():
             response[name] = value

@@ -9,10 +9,10 @@ import asyncio
 import re
 
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
 
 from kernel import origin
 
+from .hosts import UNKNOWN_HOST, host_allowed
 from .rest import answer, authenticated, envelope_bytes, respond
 from .threads import run_sync
 
@@ -36,18 +36,17 @@ async def send_json(send, status: int, envelope: dict, headers: dict[str, str]) 
 
 TOO_LARGE = {"ok": False, "error": {"code": "invalid", "message": "the request body is too large",
                                     "issues": ["body: larger than the server accepts"]}}
-UNKNOWN_HOST = {"ok": False, "error": {"code": "invalid", "message": "this server does not answer to that host name",
-                                       "issues": ["Host: not one of this server's ALLOWED_HOSTS"]}}
 
 
-def _header(scope, name: bytes) -> str | None:
-    return next((value.decode("latin-1") for key, value in scope["headers"] if key == name), None)
-
-
-def host_allowed(scope) -> bool:
-    """Django's own Host check (ALLOWED_HOSTS), which this route would otherwise skip."""
-    domain, _port = split_domain_port(_header(scope, b"host") or "")
-    return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
+def _call_headers(scope) -> tuple[str | None, str | None]:
+    """Authorization and Content-Type, in one pass over the headers."""
+    authorization = content_type = None
+    for key, value in scope["headers"]:
+        if key == b"authorization":
+            authorization = value.decode("latin-1")
+        elif key == b"content-type":
+            content_type = value.decode("latin-1")
+    return authorization, content_type
 
 
 # How many large bodies (more than one read) this worker buffers at once; the rest wait their turn,
@@ -71,13 +70,13 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
         await send_json(send, 400, UNKNOWN_HOST, {})
         return
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    authorization = _header(scope, b"authorization")
+    authorization, content_type = _call_headers(scope)
     first = await receive()
     if first["type"] == "http.disconnect":
         return
     if not first.get("more_body"):
         status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), respond, authorization,
-                                                   tool, first.get("body", b""))
+                                                   content_type, tool, first.get("body", b""))
         await send_json(send, status, envelope, headers)
         return
     identity, refusal = await run_sync(authenticated, authorization)
@@ -89,7 +88,8 @@ async def rest_tool_app(scope, receive, send, tool: str) -> None:
         if body is None:
             await send_json(send, 413, TOO_LARGE, {})
             return
-    status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), answer, identity, tool, body)
+    status, envelope, headers = await run_sync(origin.within, origin.of_scope(scope), answer, identity, content_type,
+                                               tool, body)
     await send_json(send, status, envelope, headers)
 
 

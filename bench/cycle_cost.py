@@ -48,7 +48,7 @@ def main(argv=None) -> None:
         prestart(template, (warm + cycles * rounds) // 3 + 10)
 
         def call(tool: str, arguments: dict) -> dict:
-            status, envelope, _headers = respond(authorization, tool, json.dumps(arguments).encode())
+            status, envelope, _headers = respond(authorization, "application/json", tool, json.dumps(arguments).encode())
             if status != 200:
                 raise SystemExit(f"{tool} answered {status}: {envelope}")
             return envelope["data"]

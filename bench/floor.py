@@ -16,7 +16,7 @@ from agentprocess.asgi import application as project_application  # first: it se
 from django.db import transaction  # noqa: E402
 
 from kernel import clock, sql  # noqa: E402
-from api.auth import UNAUTHENTICATED, authenticate  # noqa: E402
+from api.auth import NO_CREDENTIAL, authenticate  # noqa: E402
 from api.rest_asgi import send_json  # noqa: E402
 from api.threads import run_sync  # noqa: E402
 from runs.models import IdempotencyRecord  # noqa: E402
@@ -25,7 +25,7 @@ from runs.models import IdempotencyRecord  # noqa: E402
 def floor(authorization: str | None, body: bytes) -> tuple[int, dict]:
     identity = authenticate(authorization)
     if identity is None:
-        return 401, UNAUTHENTICATED
+        return 401, NO_CREDENTIAL
     request_id = str(json.loads(body or b"{}").get("requestId") or uuid.uuid4())
     with transaction.atomic():
         found = sql.select(IdempotencyRecord, "organization_id = %s AND request_id = %s",

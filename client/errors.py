@@ -33,7 +33,7 @@ class ToolError(ClientError):
 
 
 class Invalid(ToolError):
-    """Bad arguments: fix the call."""
+    """Bad arguments: fix the call (also: no, a malformed or an unknown credential, HTTP 401)."""
 
     code = "invalid"
 
@@ -81,7 +81,7 @@ class NotReady(Conflict):
 
 
 class Forbidden(ToolError):
-    """Not allowed for this identity (also: no or an unknown credential, HTTP 401)."""
+    """Not allowed for this identity."""
 
     code = "forbidden"
 

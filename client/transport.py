@@ -44,7 +44,7 @@ def _refusal(status: int, content: bytes) -> dict:
         body = None
     if isinstance(body, dict) and body.get("ok") is False and isinstance(body.get("error"), dict):
         return body
-    code = "forbidden" if status in (401, 403) else "not_found" if status == 404 else "invalid"
+    code = "forbidden" if status == 403 else "not_found" if status == 404 else "invalid"
     return {"ok": False, "error": {"code": code, "message": f"HTTP {status}: {content[:300].decode('utf-8', 'replace')}"}}
 
 

@@ -159,7 +159,7 @@ class Worker:
     # --- the loop ------------------------------------------------------------------------------
     def run(self, handler: Handler, *, until_idle: bool = False) -> WorkerStats:
         """Work until stopped (SIGTERM, SIGINT, `stop()`), or with `until_idle` until no work is
-        left. Returns the counts; raises `Forbidden` at once for a token the server refuses."""
+        left. Returns the counts; raises `Invalid` (or `Forbidden`) at once for a token the server refuses."""
         threads = [threading.Thread(target=self._serve, args=(handler, index), name=f"{self.name}-{index}", daemon=True)
                    for index in range(self.concurrency)]
         previous = self._install_signals()

@@ -25,6 +25,7 @@ from oauth2_provider.models import get_access_token_model
 
 from . import oauth, people
 from .identity import revoke_token
+from .identity_names import agent_name_issues, display_name_issues, email_issues, normalized_email
 from .models import Agent, AgentApplication, ApiToken, AuditEvent, Member, Organization, OrganizationGroup
 from .organizations import OrganizationError, default_organization
 
@@ -43,7 +44,27 @@ class GroupChoices(forms.ModelMultipleChoiceField):
         return f"{group.name} ({group.organization_link.organization.slug})" if self.show_organization else group.name
 
 
-class AddPersonForm(forms.Form):
+def refuse_issues(issues: list[str], value=None):
+    """A field's issues (kernel/identity_names.py) as its errors, without the field's own label."""
+    if issues:
+        texts = [issue.split(": ", 1)[-1] for issue in issues]
+        raise forms.ValidationError([f"{text[:1].upper()}{text[1:]}." for text in texts], code="invalid")
+    return value
+
+
+class PersonNames:
+    """A person's names become what people read: the same checks on adding and on changing them."""
+
+    def clean_first_name(self):
+        return refuse_issues(display_name_issues("first name", self.cleaned_data["first_name"]),
+                             self.cleaned_data["first_name"])
+
+    def clean_last_name(self):
+        return refuse_issues(display_name_issues("last name", self.cleaned_data["last_name"]),
+                             self.cleaned_data["last_name"])
+
+
+class AddPersonForm(PersonNames, forms.Form):
     """One screen for a new person: who they are, where they work, what they may decide."""
 
     required_css_class = "required"  # admin shows these labels in bold
@@ -72,7 +93,9 @@ class AddPersonForm(forms.Form):
         self.fields["groups"].show_organization = organizations > 1
 
     def clean_email(self):
-        email = self.cleaned_data["email"].strip()
+        email = self.cleaned_data["email"]
+        refuse_issues(email_issues(email))
+        email = normalized_email(email)
         if people.existing_account(email) is not None:
             raise forms.ValidationError(people.duplicate_email_message(email), code="duplicate")
         return email
@@ -91,7 +114,7 @@ class AddPersonForm(forms.Form):
 ADD_PERSON_TEMPLATE = "admin/agentprocess/member/add_person.html"
 
 
-class ChangePersonForm(forms.ModelForm):
+class ChangePersonForm(PersonNames, forms.ModelForm):
     """A person's page: their name, their organization's groups they are in, operator or not."""
 
     first_name = forms.CharField(label="First name", max_length=150, required=False)
@@ -197,8 +220,25 @@ class MemberAdmin(admin.ModelAdmin):
             self._invite(request, member.user, member.organization, added=False)
 
 
+class AgentForm(forms.ModelForm):
+    # Not the model's SlugField: its one message would hide the issues of identity_names.
+    name = forms.CharField(label="Name", help_text="Lowercase letters a-z, digits and hyphens (like "
+                                                   "invoice-bot-2); runs show it as a_<name>.")
+
+    class Meta:
+        model = Agent
+        fields = ("organization", "name")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if self.instance.pk is None or name != self.instance.name:  # a name kept is not judged again
+            refuse_issues(agent_name_issues(name))
+        return name
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
+    form = AgentForm
     list_display = ("name", "organization", "created_at")
     list_filter = ("organization",)
     search_fields = ("name",)

@@ -172,6 +172,7 @@ class EventKind(models.TextChoices):
     RUN_ENDED = "run_ended", "Run ended"
     RUN_CANCELLED = "run_cancelled", "Run cancelled"
     FILE_UPLOADED = "file_uploaded", "File uploaded"
+    ORPHAN_FILE_REMOVED = "orphan_file_removed", "Orphan file removed"
     PROCESS_IMPORTED = "process_imported", "Process imported"
     PROCESS_BOUND = "process_bound", "Roles bound"
     PROCESS_PUBLISHED = "process_published", "Process published"

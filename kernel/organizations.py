@@ -6,11 +6,20 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
+from .identity_names import agent_name_issues, email_issues, normalized_email
 from .models import DEFAULT_ORGANIZATION_SLUG, Agent, ApiToken, Member, Organization, OrganizationGroup
 
 
 class OrganizationError(Exception):
     pass
+
+
+class IdentityRefused(OrganizationError):
+    """A name or email address an identity may not have (kernel/identity_names.py): every issue."""
+
+    def __init__(self, issues: list[str]):
+        super().__init__("; ".join(issues))
+        self.issues = issues
 
 
 _by_id: dict[int, tuple[float, Organization]] = {}
@@ -67,7 +76,12 @@ def organization_group(organization: Organization, name: str, *, create: bool = 
 def create_agent(organization: Organization, name: str, *,
                  token_label: str | None = "create_identity") -> tuple[Agent, str | None]:
     """Get or create the agent and issue it a fresh token labelled `token_label` (none when None);
-    returns (agent, token)."""
+    returns (agent, token). A new agent's name must be a valid one (an existing agent keeps the
+    name it has)."""
+    if not Agent.objects.filter(organization=organization, name=name).exists():
+        issues = agent_name_issues(name)
+        if issues:
+            raise IdentityRefused(issues)
     agent, _ = Agent.objects.get_or_create(organization=organization, name=name)
     if token_label is None:
         return agent, None
@@ -86,12 +100,16 @@ def create_person(
     superuser: bool = False,
     token_label: str | None = "create_identity",
 ) -> tuple[object, str | None]:
-    """Get or create the person (a Django user with this email) and issue a fresh API token
-    labelled `token_label` (none when None)."""
+    """Get or create the person (a Django user with this email, in any case) and issue a fresh API
+    token labelled `token_label` (none when None). A new person's address must be valid, and is
+    stored lower-cased."""
     User = get_user_model()
-    email = email.strip()
+    email = normalized_email(email)
     user = User.objects.filter(email__iexact=email).first()
     if user is None:
+        issues = email_issues(email)
+        if issues:
+            raise IdentityRefused(issues)
         user = User.objects.create_user(username=email, email=email)
     member = Member.objects.filter(user=user).first()
     if member is None:

@@ -18,18 +18,19 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from . import audit, clock
+from .identity_names import display_name_issues, email_issues, normalized_email
 from .models import EventKind, Member, Organization
-from .organizations import OrganizationError
+from .organizations import IdentityRefused, OrganizationError
 
 
 def existing_account(email: str):
     """The user already holding this email (or username), compared without case; None when free."""
-    email = email.strip()
+    email = normalized_email(email)
     return get_user_model().objects.filter(Q(email__iexact=email) | Q(username__iexact=email)).first()
 
 
 def duplicate_email_message(email: str) -> str:
-    return (f"A person with the email address {email.strip()} already exists. "
+    return (f"A person with the email address {normalized_email(email)} already exists. "
             "Find them under Members instead of adding them again.")
 
 
@@ -37,9 +38,14 @@ def duplicate_email_message(email: str) -> str:
 def add_person(*, organization: Organization, email: str, first_name: str = "", last_name: str = "",
                groups: list[Group] = (), operator: bool = False, added_by=None):
     """Create a person who can sign in once they set a password (none is set: the invitation's link
-    sets it). Refuses an email address that is already taken, and another organization's group.
-    Recorded in the audit log with who added them (`added_by`, an admin user; else the command line)."""
-    email = email.strip()
+    sets it). Refuses an email address that is not valid or already taken (stored lower-cased), a
+    name with hidden characters, and another organization's group. Recorded in the audit log with
+    who added them (`added_by`, an admin user; else the command line)."""
+    issues = (email_issues(email) + display_name_issues("first name", first_name)
+              + display_name_issues("last name", last_name))
+    if issues:
+        raise IdentityRefused(issues)
+    email = normalized_email(email)
     if existing_account(email) is not None:
         raise OrganizationError(duplicate_email_message(email))
     foreign = [group.name for group in groups

@@ -193,6 +193,12 @@ def upload_path(instance, filename):
     return f"{instance.organization_id}/{instance.sha256}"
 
 
+def organization_of_upload_path(name: str) -> int | None:
+    """The organization whose folder holds a stored file (upload_path), if the name is one of ours."""
+    folder, _, rest = name.partition("/")
+    return int(folder) if folder.isdigit() and rest else None
+
+
 class Upload(models.Model):
     id = models.CharField(primary_key=True, max_length=24, default=new_upload_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="uploads")

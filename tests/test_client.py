@@ -153,8 +153,9 @@ def test_errors_are_typed_by_their_exact_code_and_issue(live_server_url, onboard
         assert (ended.value.code, ended.value.issue) == ("conflict", "run_ended")
         assert isinstance(ended.value, client.Conflict)
 
-    with connect(live_server_url, "apt_not-a-token", transport) as stranger, pytest.raises(client.Forbidden):
+    with connect(live_server_url, "apt_not-a-token", transport) as stranger, pytest.raises(client.Invalid) as refused:
         stranger.describe()
+    assert refused.value.issues == ["Authorization: unknown, expired or revoked token"]
 
 
 def test_a_step_that_is_not_ready_is_a_not_ready_conflict(live_server_url, onboarding, agent):

@@ -155,9 +155,9 @@ def test_a_worker_with_a_token_the_server_refuses_stops_at_once(live_server_url)
 
     before = signal.getsignal(signal.SIGTERM)
     started = time.monotonic()
-    with pytest.raises(client.Forbidden) as refused:
+    with pytest.raises(client.Invalid) as refused:
         Worker(live_server_url, "apt_not-a-token").run(lambda step: None)
-    assert refused.value.code == "forbidden" and time.monotonic() - started < 5
+    assert refused.value.code == "invalid" and time.monotonic() - started < 5
     assert signal.getsignal(signal.SIGTERM) is before  # its SIGTERM handler is gone again
 
 

@@ -67,7 +67,7 @@ def test_a_large_unauthenticated_body_is_refused_before_it_is_read(live_server_u
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 401")
-    assert json.loads(body)["error"]["code"] == "forbidden"
+    assert json.loads(body)["error"]["issues"] == ["Authorization: missing"]
 
 
 def test_lone_surrogates_anywhere_are_invalid_with_their_place(client, agent):
@@ -135,9 +135,9 @@ def test_other_methods_on_a_tool_url_answer_an_invalid_envelope_with_405(agent, 
 
 def test_no_credential_is_a_401_envelope_whose_code_the_readme_documents(client):
     response = client.post("/api/v1/tools/describe", b"{}", content_type="application/json")
-    assert response.status_code == 401 and response.json()["error"]["code"] == "forbidden"
+    assert response.status_code == 401 and response.json()["error"]["code"] == "invalid"
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert "401 with the code `forbidden`" in readme
+    assert "401 with the code `invalid`" in readme
 
 
 @pytest.mark.postgres

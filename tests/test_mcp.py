@@ -13,10 +13,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from api.auth import UNAUTHENTICATED
+from api.hosts import UNKNOWN_HOST
 from kernel.capabilities import offered_tools
 from tests.support.envelopes import check_envelope
 from tests.support.spec import EXAMPLES, SCHEMAS, need_spec
+from tests.test_rest_api import CREDENTIAL_REFUSALS
 
 pytestmark = pytest.mark.live
 
@@ -125,19 +126,29 @@ def test_tools_list_publishes_every_offered_tool_with_its_spec_argument_schema(l
         assert tool.input_schema == spec_schema, tool.name
 
 
-def test_mcp_without_a_valid_bearer_token_is_401_with_a_challenge(live_asgi_server):
+def test_rest_and_mcp_refuse_a_missing_malformed_or_unknown_credential_alike(live_asgi_server):
+    """The same 401, envelope and challenge (naming each resource's metadata) on the REST route, on
+    MCP through the SDK and on MCP's direct tools/call (the cases and why `invalid`: test_rest_api.py)."""
     url = live_asgi_server.url  # no rows needed, so no transactional_db (a flush per test on PostgreSQL)
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe"}}
-    for authorization in (None, "Bearer not-a-token", "Basic dXNlcjpwdw=="):
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        if authorization:
-            headers["Authorization"] = authorization
-        response = httpx2.post(f"{url}/mcp", headers=headers, json=body, timeout=5)
-        assert response.status_code == 401, authorization
-        challenge = response.headers["WWW-Authenticate"]
-        assert challenge.startswith("Bearer "), challenge
-        assert f'resource_metadata="{url}/.well-known/oauth-protected-resource/mcp"' in challenge
-        assert response.json() == UNAUTHENTICATED
+    legacy = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe"}}
+    modern = {**legacy, "params": {"name": "describe", "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientCapabilities": {}}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    routes = [("/api/v1", "/api/v1/tools/describe", {}, {}),
+              ("/mcp", "/mcp", legacy, {**accept, "MCP-Protocol-Version": LEGACY_VERSION}),
+              ("/mcp", "/mcp", modern, {**accept, "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/call",
+                                        "Mcp-Name": "describe"})]
+    for authorization, message, issue, error in CREDENTIAL_REFUSALS:
+        if authorization is not None and authorization != authorization.strip():
+            continue  # an HTTP client sends no trailing blanks in a header
+        for resource, path, body, headers in routes:
+            sent = {**headers, **({"Authorization": authorization} if authorization is not None else {})}
+            response = httpx2.post(f"{url}{path}", headers=sent, json=body, timeout=5)
+            assert (response.status_code, response.json()) == (401, {"ok": False, "error": {
+                "code": "invalid", "message": message, "issues": [issue]}}), (authorization, path, headers)
+            assert response.headers["WWW-Authenticate"] == (
+                f'Bearer realm="agentprocess", resource_metadata="{url}/.well-known/oauth-protected-resource{resource}"'
+                f', scope="tools"' + (f', error="{error}"' if error else "")), (authorization, path)
 
 
 def test_arguments_breaking_the_schema_come_back_as_an_invalid_envelope(live_server_url, agent):
@@ -201,7 +212,7 @@ def test_get_on_mcp_is_405_and_a_foreign_host_is_refused(live_server_url, agent)
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe"}}
     headers = {**auth, "Host": "evil.example", "Accept": "application/json, text/event-stream"}
     response = httpx2.post(f"{live_server_url}/mcp", headers=headers, json=body, timeout=5)
-    assert response.status_code == 421
+    assert (response.status_code, response.json()) == (400, UNKNOWN_HOST)  # as on the REST route
 
 
 def test_the_asgi_app_still_serves_django_and_its_static_files(live_asgi_server):
@@ -262,8 +273,10 @@ def test_a_direct_tools_call_answers_exactly_as_the_sdk_does(live_server_url, sd
         ("get_work", {"limit": "five"}, {}),                                                       # invalid
         ("no_such_tool", {}, {}),
         ("describe", {}, {"Mcp-Name": "get_work"}),          # header mismatch: the SDK's rejection
-        ("describe", {}, {"Host": "evil.example"}),          # DNS-rebinding protection: 421
+        ("describe", {}, {"Host": "evil.example"}),          # ALLOWED_HOSTS (api/hosts.py): 400
         ("describe", {}, {"Accept": "text/html"}),           # 406
+        ("describe", {}, {"Content-Type": "text/plain"}),    # not JSON: the SDK's 400
+        ("describe", {}, {"Content-Type": "application/json; charset=utf-8"}),
     ]
     for tool, arguments, headers in cases:
         direct = modern_call(live_server_url, agent.token, tool, arguments, headers=headers)
@@ -271,6 +284,8 @@ def test_a_direct_tools_call_answers_exactly_as_the_sdk_does(live_server_url, sd
             if headers.get("Accept") != "text/html" else None
         if through_sdk is not None:
             assert direct == through_sdk, (tool, headers)
+            if headers.get("Content-Type") == "text/plain":  # the SDK's transport security refuses it
+                assert direct == (400, None, None, "Invalid Content-Type header"), direct
         else:
             assert direct[0] == 406
     assert modern_call(live_server_url, agent.token, "describe", {}, request_id="req-1")[3]["id"] == "req-1"

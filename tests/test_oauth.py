@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from oauth2_provider.models import AccessToken, Application, RefreshToken
 
 from kernel import oauth
-from api.auth import UNAUTHENTICATED
+from api.auth import NO_CREDENTIAL, UNKNOWN_CREDENTIAL
 from kernel.identity import identity_from_bearer
 from kernel.models import Agent, AgentApplication
 from tests.support.actors import Actor, rest_call
@@ -182,7 +182,7 @@ def test_protected_resource_metadata_names_the_resource_and_this_authorization_s
 
 def test_rest_401_names_the_rest_metadata_document_and_the_scope(client, db):
     status, envelope, response = rest_call(client, None, "describe", {})
-    assert (status, envelope) == (401, UNAUTHENTICATED)
+    assert (status, envelope) == (401, NO_CREDENTIAL)
     challenge = response["WWW-Authenticate"]
     assert challenge == (f'Bearer realm="agentprocess", resource_metadata="{BASE}/.well-known/oauth-protected-resource'
                          f'/api/v1", scope="tools"')
@@ -350,6 +350,41 @@ def test_implicit_and_password_grants_are_refused(client, finance, mcp_app):
     response = token_request(client, {"grant_type": "password", "username": "fin@example.com",
                                       "password": PASSWORD, "client_id": mcp_app.client_id})
     assert response.status_code >= 400 and "access_token" not in response.json()
+
+
+DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+@pytest.mark.parametrize("form", [
+    {"grant_type": DEVICE_CODE},                                    # DOT's device branch: was a 500
+    {"grant_type": DEVICE_CODE, "device_code": "abc"},              # was a 404 "device_not_found"
+    {"grant_type": "password"},                                     # was "missing username"
+    {"grant_type": "password", "username": "fin@example.com", "password": PASSWORD},
+    {"grant_type": "implicit"},
+    {"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer", "assertion": "x"},
+    {"grant_type": "garbage"},
+    {"grant_type": ""},
+    {},
+])
+@pytest.mark.parametrize("who", ["public client", "agent application"])
+def test_grants_this_server_does_not_offer_answer_unsupported_grant_type(client, finance, mcp_app, agent_app, form,
+                                                                         who):
+    """RFC 6749 §5.2: a grant the server does not offer is `unsupported_grant_type`, whatever
+    parameters come with it, and never a 500; no token is issued."""
+    if who == "public client":
+        response = token_request(client, {**form, "client_id": mcp_app.client_id})
+    else:
+        response = token_request(client, form, basic(agent_app[1], agent_app[2]))
+    assert (response.status_code, response.json()) == (400, {"error": "unsupported_grant_type"})
+    assert not AccessToken.objects.exists()
+
+
+def test_offered_grants_without_their_parameters_answer_invalid_request(client, mcp_app):
+    for form, description in [({"grant_type": "authorization_code"}, "Missing code parameter."),
+                              ({"grant_type": "refresh_token"}, "Missing refresh token parameter.")]:
+        response = token_request(client, {**form, "client_id": mcp_app.client_id})
+        assert (response.status_code, response.json()) == (
+            400, {"error": "invalid_request", "error_description": description})
 
 
 def test_refresh_tokens_rotate_and_a_replayed_one_revokes_the_family(client, finance, mcp_app):
@@ -575,7 +610,7 @@ def test_mcp_client_gets_a_token_by_client_credentials_and_works_then_a_revoked_
     challenge = response.headers["WWW-Authenticate"]
     assert challenge == (f'Bearer realm="agentprocess", resource_metadata="{live_server_url}/.well-known/'
                          f'oauth-protected-resource/mcp", scope="tools", error="invalid_token"')
-    assert response.json() == UNAUTHENTICATED
+    assert response.json() == UNKNOWN_CREDENTIAL
     metadata = httpx2.get(re.search(r'resource_metadata="([^"]+)"', challenge)[1], timeout=30).json()
     assert metadata["resource"] == f"{live_server_url}/mcp"
     assert metadata["authorization_servers"] == [live_server_url]

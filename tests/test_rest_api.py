@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 from django.db import connection
+from django.test import Client
 
 from tests.support.actors import rest_call
 from tests.support.spec import EXAMPLES
@@ -94,14 +95,71 @@ def test_every_error_code_has_its_http_status(client, onboarding, agent, make_ag
     assert (status, env["error"]["code"], env["error"]["issues"]) == (400, "invalid", ["token: does not verify"])
 
 
-def test_no_or_unknown_credential_is_401_with_a_challenge(client, onboarding):
-    status, env, response = rest_call(client, None, "describe")
-    assert status == 401
-    assert env["error"]["code"] == "forbidden"
-    assert response["WWW-Authenticate"].startswith('Bearer realm="agentprocess", resource_metadata="')
-    status, env, response = rest_call(client, "apt_forged", "describe")
-    assert status == 401
-    assert 'error="invalid_token"' in response["WWW-Authenticate"]
+CHALLENGE = ('Bearer realm="agentprocess", resource_metadata="http://127.0.0.1:8000/.well-known/'
+             'oauth-protected-resource/api/v1", scope="tools"')
+SEND = "send Authorization: Bearer <token>"
+# (Authorization header, message, issue, the challenge's RFC 6750 error)
+CREDENTIAL_REFUSALS = [
+    (None, f"no credential; {SEND}", "Authorization: missing", None),
+    ("Basic dXNlcjpwdw==", f"not a bearer credential; {SEND}", "Authorization: not the Bearer scheme", None),
+    ("Bearer", f"the bearer credential is empty; {SEND}", "Authorization: no token after Bearer", "invalid_request"),
+    ("Bearer    ", f"the bearer credential is empty; {SEND}", "Authorization: no token after Bearer",
+     "invalid_request"),
+    ("Bearer apt_forged", "the bearer credential is unknown, expired or revoked",
+     "Authorization: unknown, expired or revoked token", "invalid_token"),
+    ("bearer apt_forged", "the bearer credential is unknown, expired or revoked",
+     "Authorization: unknown, expired or revoked token", "invalid_token"),
+]
+
+
+@pytest.mark.parametrize("authorization, message, issue, error", CREDENTIAL_REFUSALS)
+def test_no_malformed_or_unknown_credential_is_a_401_invalid_envelope_with_a_challenge(
+        client, agent, authorization, message, issue, error):
+    """DESIGN.md: "401 when no or unknown credential". The code is `invalid`, not `forbidden`: spec
+    §4.3 gives `forbidden` to what is "Not allowed for this identity" (here there is none) and makes
+    a token that "does not verify at all" `invalid`. The same answer on MCP: test_mcp.py."""
+    headers = {"HTTP_AUTHORIZATION": authorization} if authorization is not None else {}
+    response = client.post("/api/v1/tools/describe", b"{}", content_type="application/json", **headers)
+    assert response.status_code == 401
+    assert response.json() == {"ok": False, "error": {"code": "invalid", "message": message, "issues": [issue]}}
+    assert response["WWW-Authenticate"] == CHALLENGE + (f', error="{error}"' if error else "")
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+                                          "application/jsonp", "text/json", "application/xml"])
+def test_a_body_that_is_not_sent_as_json_is_refused_with_what_to_send(client, agent, content_type):
+    response = client.post("/api/v1/tools/get_work", b'{"limit": 1}', content_type=content_type,
+                           HTTP_AUTHORIZATION=f"Bearer {agent.token}")
+    assert response.status_code == 400
+    assert response.json() == {"ok": False, "error": {"code": "invalid", "message": "the arguments are sent as JSON",
+                                                      "issues": ["Content-Type: not JSON; send application/json"]}}
+
+
+def test_a_body_without_a_content_type_is_refused(agent):
+    response = Client().generic("POST", "/api/v1/tools/get_work", b'{"limit": 1}', content_type="",
+                                HTTP_AUTHORIZATION=f"Bearer {agent.token}")
+    assert response.status_code == 400
+    assert response.json()["error"]["issues"] == ["Content-Type: missing; send application/json"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=utf-8",
+                                          "Application/JSON;charset=UTF-8", "application/merge-patch+json",
+                                          "application/vnd.agentprocess+json; charset=utf-8"])
+def test_json_and_plus_json_types_are_read(client, agent, content_type):
+    response = client.post("/api/v1/tools/get_work", b'{"limit": 1}', content_type=content_type,
+                           HTTP_AUTHORIZATION=f"Bearer {agent.token}")
+    assert (response.status_code, response.json()["ok"]) == (200, True)
+
+
+@pytest.mark.parametrize("tool", ["describe", "list_processes", "get_work", "list_runs"])
+def test_an_empty_body_without_a_content_type_calls_a_tool_whose_arguments_are_all_optional(agent, tool):
+    response = Client().generic("POST", f"/api/v1/tools/{tool}", b"", content_type="",
+                                HTTP_AUTHORIZATION=f"Bearer {agent.token}")
+    assert (response.status_code, response.json()["ok"]) == (200, True)
+    # A tool with required arguments says which are missing, as for `{}`.
+    response = Client().generic("POST", "/api/v1/tools/get_run", b"", content_type="",
+                                HTTP_AUTHORIZATION=f"Bearer {agent.token}")
+    assert (response.status_code, response.json()["error"]["issues"]) == (400, ["runId: missing"])
 
 
 def test_malformed_body_and_unknown_tool(client, agent):
@@ -182,6 +240,24 @@ def test_openapi_schema_describes_every_tool_with_the_spec_schemas(client, agent
     refs = [v for v in json_.dumps(schema).split('"$ref": ')[1:]]
     assert all(r.startswith('"#/components/schemas/') for r in refs)
     assert client.get("/api/v1/docs/").status_code == 200
+
+
+def test_openapi_marks_a_request_body_required_only_for_tools_with_required_arguments(client, agent):
+    """Every tool of /api/v1/schema/ against its own argument schema: a tool whose arguments are all
+    optional may be called with no body (README "REST"), so its requestBody is not required."""
+    from api.tools.registry import argument_schema
+
+    paths = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    optional = set()
+    for path, item in paths.items():
+        tool = path.rsplit("/", 1)[1]
+        body = item["post"]["requestBody"]
+        required = argument_schema(tool).get("required", [])
+        assert body["required"] is bool(required), tool
+        assert body["content"]["application/json"]["schema"].get("required", []) == required, tool
+        if not required:
+            optional.add(tool)
+    assert optional == {"describe", "list_processes", "get_work", "list_runs"}
 
 
 def test_a_float_limit_and_nul_characters_are_handled(client, agent):

@@ -28,7 +28,7 @@ def test_the_asgi_rest_route_follows_the_rest_contract(live_server_url, make_age
     status, envelope, _ = post(url, b"{}", agent.token)
     assert (status, envelope["data"]["protocol"]) == (200, "agentprocess")
     status, envelope, headers = post(url, b"{}")
-    assert status == 401 and envelope["error"]["code"] == "forbidden"
+    assert status == 401 and envelope["error"]["issues"] == ["Authorization: missing"]
     assert "oauth-protected-resource/api/v1" in headers["WWW-Authenticate"]
     status, envelope, headers = post(url, b"{}", "apt_unknown")
     assert status == 401 and 'error="invalid_token"' in headers["WWW-Authenticate"]

@@ -105,6 +105,37 @@ def test_hosts_default_to_the_public_base_url_never_a_wildcard():
                         []]
 
 
+def test_on_a_deployment_mcp_refuses_a_loopback_host_as_pages_and_rest_do(transactional_db, tmp_path, agent):
+    """README "Security settings": ALLOWED_HOSTS is the host of PUBLIC_BASE_URL, loopback only when
+    embedded, and the REST route and MCP check the Host too. MCP used to add loopback to its list."""
+    import httpx2
+    from django.db import connection
+
+    from api.hosts import UNKNOWN_HOST
+    from tests.support.live import database_url, start_live_server
+
+    deployment = {"PUBLIC_BASE_URL": README_DEPLOYMENT["PUBLIC_BASE_URL"], "SECRET_KEY": STRONG_KEY,
+                  "ALLOWED_HOSTS": "process.example.com"}  # the deployment's default (test above)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "describe", "arguments": {}}}
+    mcp_headers = {"Authorization": f"Bearer {agent.token}", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": "2025-11-25"}
+    with start_live_server(database_url(connection.settings_dict), tmp_path, env=deployment) as server:
+        def answers(host: str) -> dict:
+            page = httpx2.get(f"{server.url}/accounts/login/", headers={"Host": host}, timeout=10)
+            rest = httpx2.post(f"{server.url}/api/v1/tools/describe", json={}, timeout=10,
+                               headers={"Host": host, "Authorization": f"Bearer {agent.token}"})
+            mcp = httpx2.post(f"{server.url}/mcp", json=call, headers={**mcp_headers, "Host": host}, timeout=10)
+            return {"page": page.status_code, "rest": (rest.status_code, rest.json()),
+                    "mcp": (mcp.status_code, mcp.json())}
+
+        for loopback in ("127.0.0.1", f"127.0.0.1:{server.url.rsplit(':', 1)[1]}", "localhost"):
+            assert answers(loopback) == {"page": 400, "rest": (400, UNKNOWN_HOST), "mcp": (400, UNKNOWN_HOST)}, loopback
+        served = answers("process.example.com")
+        assert served["page"] == 301  # to https: the proxy terminates TLS
+        assert served["rest"][0] == 200 and served["rest"][1]["data"]["protocol"] == "agentprocess"
+        assert served["mcp"][0] == 200 and served["mcp"][1]["result"]["structuredContent"]["ok"] is True
+
+
 def test_mcp_dns_rebinding_protection_is_on_by_default(settings):
     from api.mcp import transport_security
 
@@ -112,6 +143,7 @@ def test_mcp_dns_rebinding_protection_is_on_by_default(settings):
     security = transport_security()
     assert security.enable_dns_rebinding_protection
     assert "process.example.com" in security.allowed_hosts and "evil.example" not in security.allowed_hosts
+    assert "127.0.0.1" not in security.allowed_hosts  # loopback only when ALLOWED_HOSTS has it (embedded)
 
 
 def test_the_rest_route_answers_a_foreign_host_with_an_envelope(live_server_url, agent):

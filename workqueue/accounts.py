@@ -7,11 +7,26 @@ otherwise make the server mail a real person a link to the attacker's site.
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import PasswordResetForm
 from django.shortcuts import render
 
 from kernel import throttle
+
+
+class EmailBackend(ModelBackend):
+    """Sign in with the email address in any case: addresses are stored lower-cased
+    (kernel/identity_names.py), and an account made before that keeps the case it was given."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if username is not None:
+            found = list(get_user_model().objects.filter(username__iexact=username.strip())
+                         .values_list("username", flat=True)[:2])
+            if len(found) == 1:
+                username = found[0]
+        return super().authenticate(request, username=username, password=password, **kwargs)
 
 
 class PublicLinkResetForm(PasswordResetForm):

@@ -90,3 +90,31 @@ def skip_locked_subquery() -> str:
     """The suffix of a sweep's `SELECT id … ` subquery that picks rows for a set-based UPDATE."""
     _require_transaction()
     return _for_update(skip_locked=True)
+
+
+# --- named locks: one holder at a time for something that is not a row ---------------------------
+
+
+def _named(key: str, *, wait: bool) -> bool:
+    """A lock on a name until the transaction ends (a PostgreSQL advisory lock). `wait=False`
+    answers False at once when another transaction holds it. SQLite needs none: every IMMEDIATE
+    transaction holds the database's write lock from BEGIN to COMMIT."""
+    _require_transaction()
+    if connection.vendor != "postgresql":
+        return True
+    function = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {function}(hashtextextended(%s, 0))", [key])
+        taken = cursor.fetchone()[0]
+    return wait or taken
+
+
+def request_id(organization_id: int, request_id: str) -> None:
+    """Twins of a write (one requestId) whose work must not be done twice wait for each other."""
+    _named(f"requestId {organization_id} {request_id}", wait=True)
+
+
+def stored_file(name: str, *, wait: bool = True) -> bool:
+    """A stored file: an upload holds it from finding the bytes stored (or storing them) until its
+    row is committed; the orphan sweep only tries, and leaves the file when it cannot."""
+    return _named(f"file {name}", wait=wait)

@@ -4,22 +4,26 @@ two sweeps or a redelivered task run at once (row locks with SKIP LOCKED, one ef
 """
 
 import datetime as dt
+import itertools
 import logging
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
 from kernel import audit, clock, sql
-from kernel.models import EventKind
+from kernel.models import EventKind, Organization
 from kernel.organizations import organization_by_id
 
-from ..models import UNFINISHED, StepState, StepStatus
-from . import locks, outbox
+from ..models import UNFINISHED, StepState, StepStatus, Upload, organization_of_upload_path
+from . import locks, outbox, stored_files
 from .engine import RunContext
 from .notifications import OverdueNotice, messages_for, overdue_notices
 
 log = logging.getLogger(__name__)
 BATCH = 500
+# A stored file no upload row refers to is removed only once it is this old: far longer than any
+# upload takes between storing its bytes and committing its row (which holds the file's lock too).
+ORPHAN_FILE_AGE = dt.timedelta(hours=1)
 
 
 @dataclass
@@ -30,13 +34,17 @@ class SweepReport:
     notices: list[OverdueNotice] = field(default_factory=list)
     sent: int = 0  # notices sent from the outbox in this pass (any earlier ones due included)
     unsent: int = 0  # notices whose sending failed in this pass: retried later
+    orphan_files: int | None = None  # stored files removed; None: not looked for in this pass
 
     def __str__(self):
-        return (f"leases released: {self.leases}, timers fired: {self.timers}, overdue crossings: {self.overdue}, "
+        text = (f"leases released: {self.leases}, timers fired: {self.timers}, overdue crossings: {self.overdue}, "
                 f"notices sent: {self.sent}, notices to retry: {self.unsent}")
+        return text if self.orphan_files is None else f"{text}, orphan files removed: {self.orphan_files}"
 
 
-def sweep(now: dt.datetime) -> SweepReport:
+def sweep(now: dt.datetime, *, orphan_files: bool = False) -> SweepReport:
+    """Every timer sweep; with `orphan_files` also the storage walk, which beat runs hourly only
+    (runs.tasks.sweep_orphan_files) and `manage.py sweep` every time."""
     report = SweepReport()
     report.leases = sweep_leases(now)
     report.timers = sweep_timers(now)
@@ -44,6 +52,8 @@ def sweep(now: dt.datetime) -> SweepReport:
     # The crossings' notices were queued with them; now send every notice that is due (these and
     # any that failed before), each marked as it goes.
     report.sent, report.unsent = outbox.send_due(now)
+    if orphan_files:
+        report.orphan_files = sweep_orphan_files(now)
     return report
 
 
@@ -144,3 +154,29 @@ def sweep_dues(now: dt.datetime) -> tuple[int, list[OverdueNotice]]:
         if len(crossed) < BATCH:
             return crossings, notices
 
+
+
+def sweep_orphan_files(now: dt.datetime) -> int:
+    """Remove stored files that no upload row refers to, older than ORPHAN_FILE_AGE: bytes a
+    crash left between storing them and committing their row. Each removal is in the audit log
+    (and the server log)."""
+    removed = 0
+    for batch in itertools.batched(stored_files.stored_before(now - ORPHAN_FILE_AGE), BATCH):
+        sizes = dict(batch)
+        referenced = set(Upload.objects.filter(file__in=list(sizes)).values_list("file", flat=True))
+        removed += sum(_remove_orphan(name, size, now) for name, size in sizes.items() if name not in referenced)
+    return removed
+
+
+def _remove_orphan(name: str, size: int, now: dt.datetime) -> bool:
+    with transaction.atomic():
+        # An upload of these bytes holds the file's lock until its row is committed: skip it.
+        if not locks.stored_file(name, wait=False) or Upload.objects.filter(file=name).exists():
+            return False
+        organization_id = organization_of_upload_path(name)
+        if organization_id is not None and Organization.objects.filter(pk=organization_id).exists():
+            audit.record(EventKind.ORPHAN_FILE_REMOVED, organization_id=organization_id, actor=audit.SERVER, at=now,
+                         data={"file": name, "bytes": size})
+        stored_files.remove(name)  # last: a storage that fails rolls the record back
+    log.warning("removed %s (%d bytes): a stored file no upload refers to", name, size)
+    return True

@@ -6,8 +6,6 @@ import hashlib
 import re
 
 from django.conf import settings
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import transaction
 
 from kernel import audit
@@ -16,6 +14,7 @@ from kernel.identity import Identity
 from kernel.models import EventKind
 
 from ..models import Upload, upload_path
+from . import locks, stored_files
 
 
 def too_large(size: int) -> bool:
@@ -52,10 +51,10 @@ def upload(*, identity: Identity, file_name: str, content_type: str, content_bas
         created_at=now,
     )
     name = upload_path(row, file_name)
-    if default_storage.exists(name):
-        row.file.name = name  # these bytes are stored already (the storage allows overwriting, and
-    else:                     # two first uploads at once write the same bytes to the same name)
-        row.file.save(name, ContentFile(content), save=False)
+    # Held until this row is committed: the orphan sweep never removes the bytes this row will
+    # refer to, and two first uploads of the same bytes store them once.
+    locks.stored_file(name)
+    row.file.name = name if stored_files.exists(name) else stored_files.save(name, content)
     row.save(force_insert=True)
     audit.record(EventKind.FILE_UPLOADED, organization_id=identity.organization.id, actor=audit.Actor.of(identity),
                  at=now, data={"upload": row.id, "fileName": file_name, "bytes": row.size, "sha256": row.sha256})

@@ -96,8 +96,9 @@ def perform(write: Write, apply: Callable[[object], dict], *, prepare: Callable[
             replay_first: bool = False) -> dict:
     """`apply(prepared)` and the idempotency record in one transaction; returns the result data.
 
-    `replay_first` looks the requestId up before anything else, for writes whose work must not
-    be done twice even when rolled back (upload writes the bytes to storage)."""
+    `replay_first` looks the requestId up before anything else, and again under the requestId's
+    lock once the transaction is open, for writes whose work must not be done twice even when
+    rolled back (upload writes the bytes to storage: a twin with other bytes stores none)."""
     if replay_first and write.replayed:
         return write.replay()
     try:
@@ -105,6 +106,8 @@ def perform(write: Write, apply: Callable[[object], dict], *, prepare: Callable[
         if "stored" in write.__dict__ and write.replayed:  # prepare found a replay: nothing to do
             return write.replay()
         with transaction.atomic(), audit.request_scope(write.request_id, hold=True) as scope:
+            if replay_first and _twin_committed(write):
+                return write.replay()  # before any of the work: a conflict stores nothing
             data = apply(prepared)
             # The record and the write's audit events, one statement on PostgreSQL.
             sql.insert_rows((AuditEvent, [audit.row_values(event) for event in scope.held]), (IdempotencyRecord, [{
@@ -127,6 +130,14 @@ def perform(write: Write, apply: Callable[[object], dict], *, prepare: Callable[
                 keep_handoff(error.handoff, actor=audit.Actor.of(write.identity), at=write.now)
             raise ToolError(error.code, error.message, error.issues) from None
         raise
+
+
+def _twin_committed(write: Write) -> bool:
+    """Whether a twin (same requestId) committed since the look-up before the transaction. Twins
+    wait here for each other, so only one does the work and the others replay it or conflict."""
+    locks.request_id(write.identity.organization.id, write.request_id)
+    write.forget_lookup()
+    return write.replayed
 
 
 @transaction.atomic(savepoint=False)

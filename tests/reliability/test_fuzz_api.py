@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.core import NotSet
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -144,7 +145,10 @@ class World:
 
     def realistic(self, tool: str, data, body: dict) -> dict:
         """Lay a coherent set of real names over the generated body, or swap single fields for real
-        ones; the body stays valid against the schema."""
+        ones; the body stays valid against the schema. No body at all (a tool whose arguments are all
+        optional needs none) stays none."""
+        if not isinstance(body, dict):
+            return body
         body = dict(body)
         how = data.draw(st.sampled_from(["swap", "overlay", "replace"] if self.coherent.get(tool) else ["swap"]),
                         label="how")
@@ -207,7 +211,7 @@ def check_answer(case, response, tool: str, mode: GenerationMode) -> None:
     assert response.status_code == expected, (tool, response.status_code, envelope)
     # A JSON null body is taken as "no arguments", like an empty body (the MCP transport's omitted
     # arguments); it is not a schema violation the server must refuse.
-    negated = mode is GenerationMode.NEGATIVE and case.body is not None
+    negated = mode is GenerationMode.NEGATIVE and case.body is not None and not isinstance(case.body, NotSet)
     if negated:
         assert (response.status_code, envelope["error"]["code"]) == (400, "invalid"), (tool, case.body, envelope)
     checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

@@ -6,9 +6,11 @@ earlier ones (several hosts of one agent). Tokens made in the browser or by the 
 """
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from kernel.identity import revoke_earlier_tokens
-from kernel.organizations import OrganizationError, create_agent, create_person, get_or_create_organization
+from kernel.organizations import (IdentityRefused, OrganizationError, create_agent, create_person,
+                                  get_or_create_organization)
 
 
 class Command(BaseCommand):
@@ -29,21 +31,13 @@ class Command(BaseCommand):
         person.add_argument("--keep", action="store_true", help="keep the tokens earlier runs printed")
 
     def handle(self, *args, kind, org, **options):
-        organization = get_or_create_organization(org)
         try:
-            if kind == "agent":
-                agent, token = create_agent(organization, options["name"])
-                self.stdout.write(f"agent {agent.ref} in {organization.slug}")
-            else:
-                groups = [g.strip() for g in options["groups"].split(",") if g.strip()]
-                user, token = create_person(
-                    organization,
-                    options["email"],
-                    groups=groups,
-                    operator=options["operator"],
-                    password=options["password"],
-                )
-                self.stdout.write(f"person {user.email} in {organization.slug}")
+            with transaction.atomic():  # a refused name creates no organization either
+                token = self._create(kind, org, options)
+        except IdentityRefused as refusal:
+            for issue in refusal.issues:  # every issue, one a line, like import_process
+                self.stderr.write(issue)
+            raise SystemExit(1) from None
         except OrganizationError as error:
             raise CommandError(str(error)) from error
         if not options["keep"]:
@@ -52,3 +46,15 @@ class Command(BaseCommand):
                 self.stdout.write(f"revoked {revoked} earlier token{'s' if revoked > 1 else ''} printed by "
                                   "create_identity (--keep keeps them)")
         self.stdout.write(token)
+
+    def _create(self, kind: str, org: str, options: dict) -> str:
+        organization = get_or_create_organization(org)
+        if kind == "agent":
+            agent, token = create_agent(organization, options["name"])
+            self.stdout.write(f"agent {agent.ref} in {organization.slug}")
+            return token
+        groups = [g.strip() for g in options["groups"].split(",") if g.strip()]
+        user, token = create_person(organization, options["email"], groups=groups, operator=options["operator"],
+                                    password=options["password"])
+        self.stdout.write(f"person {user.email} in {organization.slug}")
+        return token
