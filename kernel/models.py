@@ -181,6 +181,7 @@ class EventKind(models.TextChoices):
     TOKEN_CREATED = "token_created", "API token created"
     TOKEN_REVOKED = "token_revoked", "API token revoked"
     PERSON_ADDED = "person_added", "Person added"
+    FIELD_PRESENTATION = "field_presentation", "How a field is shown"
 
 
 class AuditEvent(models.Model):
