@@ -539,15 +539,16 @@ class FieldFactsForm(forms.Form):
         initial = {"label": facts.label, "currency": facts.currency, "decimals": facts.decimals,
                    "columns": columns_text(facts.columns)}
         super().__init__(data, prefix=path, initial=initial)
-        self.path, self.spec = path, spec
+        self.path, self.spec, self.facts_now = path, spec, facts
         if spec["type"] != "number":
             del self.fields["currency"], self.fields["decimals"]
         if not presentation.is_rows(spec):
             del self.fields["columns"]
 
     @property
-    def name(self) -> str:
-        return self.path.rsplit(".", 1)[-1]
+    def words(self) -> str:
+        """The field as pages call it today (its label, else its name in words)."""
+        return presentation.field_label(self.path.rsplit(".", 1)[-1], self.facts_now)
 
     @property
     def type_words(self) -> str:
