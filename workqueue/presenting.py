@@ -12,7 +12,7 @@ from kernel import jsonio
 from kernel.states import UNFINISHED
 from processes.fields import field_type, is_number
 from processes.maps import humanize
-from processes.presentation import NO_FACTS, FieldFacts, Presentation, field_label, input_path, output_path
+from processes.presentation import NO_FACTS, FieldFacts, Presentation, field_label
 from runs.presenters import sent_back
 
 RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
@@ -127,7 +127,7 @@ def shown_fields(values, facts_of, declared=(), limit: int | None = None) -> lis
 
 def shown_inputs(inputs, presentation: Presentation | None, declared=(), limit: int | None = None) -> list[ShownField]:
     presentation = presentation or Presentation()
-    return shown_fields(inputs, lambda name: presentation.of(input_path(name)), declared, limit)
+    return shown_fields(inputs, presentation.input, declared, limit)
 
 
 # ---------------------------------------------------------------- records and timelines
@@ -159,7 +159,7 @@ class Record:
     @property
     def output_items(self) -> list[ShownField]:
         presentation = self.presentation or Presentation()
-        return shown_fields(self.data.get("output"), lambda name: presentation.of(output_path(self.step_id, name)))
+        return shown_fields(self.data.get("output"), lambda name: presentation.output(self.step_id, name))
 
     @property
     def evidence(self) -> list[dict]:

@@ -30,8 +30,8 @@ from kernel.identity import issue_personal_token, person_identity, personal_toke
 from processes import maps
 from processes.definition import definition_for, definitions_for
 from processes.maps import humanize
-from processes.presentation import (Presentation, field_label, output_path, presentation_for,
-                                    presentation_of_number, presentations_for)
+from processes.presentation import (Presentation, field_label, presentation_for, presentation_of_number,
+                                    presentations_for)
 from processes.rendering import render_markdown
 from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, InboxVisit, RunState, WorkItemState
@@ -331,7 +331,7 @@ def _form_for(item, presentation: Presentation) -> DecisionForm:
     # decisions this kind of item accepts, and how admin shows its fields.
     requirements = definition_for(item.run.version_id).step(item.step_id).requirements
     return DecisionForm(requirements=requirements, decisions=decisions_for(item),
-                        facts_of=lambda name: presentation.of(output_path(item.step_id, name)))
+                        facts_of=lambda name: presentation.output(item.step_id, name))
 
 
 def _render_item(request, identity, item, view, form, *, banner=None, request_id=None, status=200, kept=None):

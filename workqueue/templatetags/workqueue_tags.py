@@ -9,7 +9,6 @@ from kernel import jsonio
 from processes.fields import is_number
 from processes.maps import humanize as humanize_id
 from processes.presentation import Column, FieldFacts
-from processes.presentation import field_label as label_of
 from workqueue.presenting import amount_text, parse_iso
 
 register = template.Library()
@@ -52,12 +51,6 @@ def shown(value, facts) -> str:
 @register.filter
 def humanize(value) -> str:
     return humanize_id(value) if value else ""
-
-
-@register.filter
-def field_label(name) -> str:
-    """A field's label when admin declared none (processes.presentation.field_label)."""
-    return label_of(name)
 
 
 @register.filter
