@@ -183,6 +183,7 @@ class EventKind(models.TextChoices):
     TOKEN_REVOKED = "token_revoked", "API token revoked"
     PERSON_ADDED = "person_added", "Person added"
     PERSON_CHANGED = "person_changed", "Person's groups or operator flag changed"
+    FIELD_PRESENTATION = "field_presentation", "How a field is shown"
 
 
 class AuditEvent(models.Model):

@@ -2,6 +2,7 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count
 from django.http import HttpResponseRedirect
@@ -15,7 +16,7 @@ from kernel.admin import ReadOnlyAdmin
 from kernel.models import Organization
 from kernel.organizations import default_organization
 
-from . import maps
+from . import maps, presentation
 from .definition import StepDef, definition_for
 from .diffing import ADDED, REMOVED, SourceDiff, source_diff
 from .models import Process, ProcessDraft, ProcessVersion
@@ -412,12 +413,44 @@ class ProcessVersionAdmin(ReadOnlyAdmin):
     list_filter = ("process__organization",)
     list_select_related = ("process", "published_by")
     fields = ("process", "number", "content_hash", "published_by", "published_at", "role_bindings", "runs",
-              "steps_table")
+              "steps_table", "shown_fields")
     readonly_fields = fields
     change_form_template = "admin/processes/processversion/change_form.html"
 
     class Media:
         css = {"all": ("processes/admin.css",)}  # noqa: RUF012 (Django reads it once)
+
+    def get_urls(self):
+        fields_url = path("<path:object_id>/fields/", self.admin_site.admin_view(self.fields_view),
+                          name="processes_processversion_fields")
+        return [fields_url] + super().get_urls()
+
+    def fields_view(self, request, object_id):
+        """How the version's fields are shown: one form per declared field (label; currency and
+        decimals of a number; columns of a list of objects). The version itself never changes."""
+        version = self.get_object(request, object_id)
+        if version is None:
+            return HttpResponseRedirect(reverse("admin:processes_processversion_changelist"))
+        if not request.user.has_perm("processes.change_fieldpresentation"):
+            raise PermissionDenied
+        definition = definition_for(version.pk)
+        shown = presentation.presentation_for(version.pk)
+        data = request.POST if request.method == "POST" else None
+        forms_ = [FieldFactsForm(data, path=field_path, spec=spec, facts=shown.of(field_path))
+                  for field_path, spec in presentation.declared_fields(definition).items()]
+        if data is not None and all(form.is_valid() for form in forms_):
+            actor = audit.Actor.admin(request.user)
+            with transaction.atomic():
+                changed = [form.path for form in forms_ if presentation.declare(
+                    version=version, definition=definition, path=form.path, facts=form.facts(), actor=actor)]
+            self.message_user(request, f"Saved how {len(changed)} field{'s' if len(changed) != 1 else ''} of "
+                                       f"{version} {'are' if len(changed) != 1 else 'is'} shown."
+                              if changed else "Nothing changed.", messages.SUCCESS)
+            return HttpResponseRedirect(reverse("admin:processes_processversion_change", args=[version.pk]))
+        context = {**self.admin_site.each_context(request), "title": f"How the fields of {version} are shown",
+                   "version": version, "forms": forms_, "opts": self.model._meta, "media": self.media,
+                   "has_errors": data is not None}
+        return render(request, "admin/processes/processversion/fields.html", context, status=200)
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("process", "published_by").annotate(
@@ -447,6 +480,16 @@ class ProcessVersionAdmin(ReadOnlyAdmin):
     def runs(self, obj):
         return _runs_link(obj, obj.run_count)
 
+    @admin.display(description="How fields are shown")
+    def shown_fields(self, obj):
+        facts = presentation.presentation_for(obj.pk).facts
+        rows = [(field_path, _facts_text(item)) for field_path, item in facts.items()]
+        listed = format_html('<ul class="shown-fields">{}</ul>', format_html_join(
+            "", "<li><code>{}</code>: {}</li>", rows)) if rows else "Every field as its name and type say."
+        return format_html('{}<p><a href="{}">Edit how fields are shown</a> (labels, currencies of amounts, '
+                           "columns of tables). The published file does not change.</p>", listed,
+                           reverse("admin:processes_processversion_fields", args=[obj.pk]))
+
     @admin.display(description="Steps")
     def steps_table(self, obj):
         rows = [_step_row(step) for step in definition_for(obj.pk).steps]
@@ -456,6 +499,95 @@ class ProcessVersionAdmin(ReadOnlyAdmin):
             "</tr></thead><tbody>{}</tbody></table></div>",
             format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows),
         )
+
+
+# ---------------------------------------------------------------- how fields are shown
+
+TYPE_WORDS = {"text": "string", "string": "string", "number": "number", "yes or no": "boolean", "yes/no": "boolean",
+              "boolean": "boolean", "date": "date"}
+
+
+def columns_from_text(text: str) -> tuple[presentation.Column, ...]:
+    """`name | label | type | currency`, one column a line (label, type and currency optional;
+    the type in words: text, number, yes or no, date). A word that is no type is kept, so the
+    rules (processes/presentation.py) say so."""
+    columns = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        name, label, kind, currency = ([part.strip() for part in line.split("|")] + ["", "", "", ""])[:4]
+        columns.append(presentation.Column(name=name, label=label, type=TYPE_WORDS.get(kind.lower() or "text", kind),
+                                           currency=currency.upper()))
+    return tuple(columns)
+
+
+def columns_text(columns) -> str:
+    """The columns as admin writes them (columns_from_text reads this back)."""
+    lines = []
+    for column in columns:
+        parts = [column.name, column.label, presentation.COLUMN_TYPES.get(column.type, column.type), column.currency]
+        while parts and not parts[-1]:
+            parts.pop()
+        lines.append(" | ".join(parts))
+    return "\n".join(lines)
+
+
+def _facts_text(facts: presentation.FieldFacts) -> str:
+    parts = [f"label “{facts.label}”"] if facts.label else []
+    if facts.currency:
+        parts.append(f"an amount in {facts.currency}, {facts.places} decimals")
+    if facts.columns:
+        parts.append("columns " + ", ".join(column.heading for column in facts.columns))
+    return "; ".join(parts)
+
+
+class FieldFactsForm(forms.Form):
+    """How one declared field is shown; the rules are processes/presentation.py's."""
+
+    label = forms.CharField(required=False, help_text="What people read; empty: the name in words.")
+    currency = forms.CharField(required=False, help_text="An ISO 4217 code (USD, EUR, JPY): the number is an amount.")
+    decimals = forms.IntegerField(required=False, help_text="Empty: the currency's own (USD 2, JPY 0). A value "
+                                                            "sent with more decimals shows them all.")
+    columns = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 60}),
+                              help_text="One column a line: name | label | type | currency, e.g. "
+                                        "“amount | Amount | number | EUR”. Types: text, number, yes or no, date.")
+
+    def __init__(self, data=None, *, path: str, spec: dict, facts: presentation.FieldFacts):
+        initial = {"label": facts.label, "currency": facts.currency, "decimals": facts.decimals,
+                   "columns": columns_text(facts.columns)}
+        super().__init__(data, prefix=path, initial=initial)
+        self.path, self.spec, self.facts_now = path, spec, facts
+        if spec["type"] != "number":
+            del self.fields["currency"], self.fields["decimals"]
+        if not presentation.is_rows(spec):
+            del self.fields["columns"]
+
+    @property
+    def words(self) -> str:
+        """The field as pages call it today (its label, else its name in words)."""
+        return presentation.field_label(self.path.rsplit(".", 1)[-1], self.facts_now)
+
+    @property
+    def type_words(self) -> str:
+        items = self.spec.get("items")
+        return f"list of {items['type']}" if items else self.spec["type"]
+
+    def facts(self) -> presentation.FieldFacts:
+        data = self.cleaned_data
+        return presentation.FieldFacts(label=data.get("label", "").strip(),
+                                       currency=(data.get("currency") or "").strip().upper(),
+                                       decimals=data.get("decimals"),
+                                       columns=columns_from_text(data.get("columns") or ""))
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            for issue in presentation.facts_issues(self.spec, self.facts()):
+                part, _, message = issue.partition(": ")
+                field_name, _, where = part.partition(", ")  # "columns, line 2": the line leads the message
+                message = f"{where}: {message}" if where else message
+                self.add_error(field_name if field_name in self.fields else None, message[:1].upper() + message[1:])
+        return data
 
 
 def _runs_link(version: ProcessVersion, count: int) -> str:

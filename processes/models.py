@@ -93,3 +93,26 @@ class ProcessVersion(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ImmutableError("published process versions are never deleted")
+
+
+class FieldPresentation(models.Model):
+    """How people see one field of a published version (issue 21): its label, the currency of an
+    amount, the columns of a list of objects. Beside the version, not in it: the PROCESS.md format
+    stays as it is and the content hash covers the file only (spec §6 rule 5), so these facts are
+    edited in admin and carried over to the next version (processes/presentation.py)."""
+
+    version = models.ForeignKey(ProcessVersion, on_delete=models.CASCADE, related_name="field_presentations")
+    path = models.CharField(max_length=200, help_text="inputs.<name> or steps.<step id>.output.<name>")
+    label = models.CharField(max_length=80, blank=True)
+    currency = models.CharField(max_length=3, blank=True, help_text="ISO 4217 code: the field is an amount.")
+    decimals = models.PositiveSmallIntegerField(null=True, blank=True,
+                                                help_text="Decimals shown; empty: the currency's own.")
+    columns = models.JSONField(default=list, blank=True, help_text="[{name, label, type, currency}]")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "path"], name="field_presentation_path_unique")]
+        ordering = ["version_id", "id"]
+
+    def __str__(self):
+        return f"{self.version} {self.path}"

@@ -11,8 +11,10 @@ from kernel.models import EventKind
 from kernel.organizations import OrganizationError, organization_group
 
 from .hashing import content_hash
+from .definition import compile_definition
 from .models import Process, ProcessDraft, ProcessVersion
 from .parsing import parse_process_file
+from .presentation import carry_over
 from .validation import role_names, step_kind, validate
 
 
@@ -179,6 +181,8 @@ def publish_draft(*, draft: ProcessDraft, published_by=None, actor: audit.Actor 
         bindings=bindings,
         published_by=published_by,
     )
+    # How its fields are shown (labels, currencies, columns) goes on to the new version.
+    carry_over(previous=latest, version=version, definition=compile_definition(frontmatter, body, bindings))
     process.latest_version = version
     process.description = frontmatter["description"]
     process.save(update_fields=["latest_version", "description"])

@@ -130,6 +130,10 @@ def file_names(organization, refs) -> dict[str, str]:
 
 
 
+def _rows(value) -> list[dict] | None:
+    return value if isinstance(value, list) and value and all(isinstance(row, dict) for row in value) else None
+
+
 def recent_rows(organization, *, process: str, step_id: str, field: str, runs: int = 20) -> list[dict]:
     """The rows of the latest completion of a step's list-of-objects output, so a person's row
     editor starts with the columns (and their types) people used before; callers show no values."""
@@ -138,7 +142,15 @@ def recent_rows(organization, *, process: str, step_id: str, field: str, runs: i
     for steps_data in recent:
         entry = steps_data.get(step_id) or {}
         for completion in [entry, *reversed(entry.get("history") or [])]:
-            rows = (completion.get("output") or {}).get(field) if isinstance(completion, dict) else None
-            if isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows):
+            rows = _rows((completion.get("output") or {}).get(field) if isinstance(completion, dict) else None)
+            if rows:
                 return rows
     return []
+
+
+def recent_input_rows(organization, *, process: str, field: str, runs: int = 20) -> list[dict]:
+    """The rows of a list-of-objects input in the latest runs of a process that were given it (the
+    start form's columns, as recent_rows for a step); callers show no values."""
+    recent = (Run.objects.filter(organization=organization, process_name=process, inputs__has_key=field)
+              .order_by("-started_at").values_list("inputs", flat=True)[:runs])
+    return next((rows for rows in (_rows(inputs.get(field)) for inputs in recent) if rows), [])

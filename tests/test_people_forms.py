@@ -67,7 +67,8 @@ def test_a_list_of_objects_is_filled_row_by_row_without_javascript(claims, perso
     html = page(client, f"/work/{item_id}")
     assert 'name="out.lines.ncols" value="1"' in html and 'name="out.lines.nrows" value="1"' in html
     assert 'name="out.lines.c0"' in html and 'name="out.lines.r0.c0"' in html
-    assert "<legend>Lines <span" in html and '<label for="field-out_purpose">Business purpose' in html
+    assert "<legend>Lines <span" in html and '<label for="field-out_purpose">Purpose <span' in html
+    assert re.search(r'id="field-out_purpose-help">Business purpose\.<', html)  # the description is help
     fields = hidden(html)
 
     # Name the first column, add a column and a row: each press re-renders the same form, decides nothing.
@@ -113,7 +114,7 @@ def test_rows_remove_and_an_empty_table_is_missing_in_plain_words(claims, person
     errors = re.search(r'id="field-out_lines-errors">(.*?)</ul>', html, re.DOTALL).group(1)
     assert "Fill in the lines: at least one entry." in errors and "<code>output.lines: missing</code>" in errors
     purpose = re.search(r'id="field-out_purpose-errors">(.*?)</ul>', html, re.DOTALL).group(1)
-    assert "Enter the business purpose." in purpose
+    assert "Enter the purpose." in purpose
     assert "Attach at least one file (a receipt, a report, a scan)." in html
 
 
@@ -142,9 +143,11 @@ def test_the_columns_people_used_before_are_offered(claims, person_client, agent
                                  "attached": f"{upload['id']}|r.pdf"}, 302)
     _, item_id = _item(agent)
     html = page(client, f"/work/{item_id}")
-    assert 'name="out.lines.c0" value="what"' in html and 'name="out.lines.c1" value="amount"' in html
+    # Known columns are headings to fill under (issue 21, point 9), not names and types to choose.
+    assert '<input type="hidden" name="out.lines.c0" value="what">' in html
+    assert '<input type="hidden" name="out.lines.c1" value="amount">' in html
+    assert '<input type="hidden" name="out.lines.t1" value="number">' in html
     assert 'value="Taxi"' not in html and 'value="12"' not in html  # names and types only, never values
-    assert re.search(r'name="out.lines.t1">\s*<option value="string">Text</option><option value="number" selected>', html)
 
 
 # ---------------------------------------------------------------- units
@@ -176,8 +179,12 @@ def test_widgets_read_rows_items_and_pairs_and_prefill_from_values():
     assert [(c["name"], c["type"]) for c in lines.columns] == [("what", "string"), ("amount", "number"),
                                                                 ("on", "date")]
     assert lines.cells == [["Taxi", "42.4", "2026-10-01"], ["Hotel", "120", ""]]
-    lines.edit("remove_column", 2)
-    assert lines.cells == [["Taxi", "42.4"], ["Hotel", "120"]]
+    lines.edit("remove_column", 2)  # a column the values name is known: it stays (empty cells are not sent)
+    lines.edit("add_column", None)
+    assert [c["fixed"] for c in lines.columns] == [True, True, True, False]
+    lines.edit("remove_column", 3)  # a column the person added is theirs to remove
+    lines.cells[0][2] = ""
+    assert lines.cells == [["Taxi", "42.4", ""], ["Hotel", "120", ""]]
     assert read_widgets(form.widgets) == {"lines": [{"what": "Taxi", "amount": 42.4}, {"what": "Hotel", "amount": 120}]}
 
 
@@ -199,7 +206,7 @@ def test_issue_lines_read_as_sentences(issue, expected):
 
 def test_a_person_field_missing_asks_for_an_email_address():
     widgets = {w.name: w for w in build_widgets({"manager": {"type": "person", "description": "Your manager"}}, "in.")}
-    assert sentence("inputs.manager: missing", widgets, "inputs") == "Enter your manager (the person's email address)."
+    assert sentence("inputs.manager: missing", widgets, "inputs") == "Enter the manager (the person's email address)."
 
 
 def test_a_refused_completion_leaves_the_run_data_untouched(claims, person_client, agent):

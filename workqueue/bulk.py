@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from api.tools import call_tool
 from kernel.errors import ConflictIssue
-from processes.maps import humanize
+from processes.definition import definitions_for
 from runs.models import Run, WorkItem
 from runs.visibility import visible_items
 
-from .presenting import business_key as presenting_business_key
+from .presenting import business_key, item_name
 
 MOST_ITEMS = 500
 BULK_DECISIONS = {"approved": "Approve", "rejected": "Reject", "failed": "Fail"}
@@ -41,22 +41,23 @@ class Outcome:
 
     item_id: str
     run_id: str | None
-    title: str
+    title: str  # what people call the item or run, as the inbox and the run page do
     outcome: str
     message: str = ""
     issues: list[str] = field(default_factory=list)
     decided_by: str | None = None
     decided_at: object = None
+    process: str = ""
 
     @property
     def label(self) -> str:
         return OUTCOME_LABELS.get(self.outcome, self.outcome)
 
 
-def business_key(run) -> str:
-    """What people call the run (presenting.business_key) with its process, else the process."""
-    key = presenting_business_key(run.inputs)
-    return f"{key[:80]} ({run.process_name})" if key else run.process_name
+def _keys(runs) -> dict[str, str]:
+    """run id -> its business key, read with its own version's declared inputs (one query)."""
+    definitions = definitions_for({run.version_id for run in runs})
+    return {run.pk: business_key(run.inputs, definitions[run.version_id].inputs) for run in runs}
 
 
 def needing_attention_first(outcomes: list["Outcome"]) -> list["Outcome"]:
@@ -80,24 +81,25 @@ def decide_many(identity, *, selected: list[str], snapshots: dict[str, str], dec
     # An item whose run the person may not see is reported exactly as one that never existed.
     items = {item.pk: item for item in visible_items(identity, WorkItem.objects.filter(
         organization=identity.organization, pk__in=selected)).select_related("run")}
+    keys = _keys([item.run for item in items.values()])
     outcomes = []
     for item_id in selected:
         item = items.get(item_id)
         if item is None:
             outcomes.append(Outcome(item_id, None, item_id, "not_found", "No such work item in your organization."))
             continue
-        title = f"{humanize(item.step_id)} – {business_key(item.run)}"
+        title = item_name(item.step_id, keys[item.run_id])
         arguments = {"runId": item.run_id, "workItemId": item.pk, "decision": decision,
                      "snapshot": snapshots.get(item_id, ""), "requestId": f"{request_id}.{item_id}"}
         if note.strip():
             arguments["note"] = note
         envelope = call_tool(identity, "decide", arguments)
         if envelope["ok"]:
-            outcomes.append(Outcome(item_id, item.run_id, title, "applied"))
+            outcomes.append(Outcome(item_id, item.run_id, title, "applied", process=item.run.process_name))
             continue
         error = envelope["error"]
         outcome = Outcome(item_id, item.run_id, title, _outcome_of(error), error["message"],
-                          list(error.get("issues") or []))
+                          list(error.get("issues") or []), process=item.run.process_name)
         if outcome.outcome == "already_decided":
             item.refresh_from_db(fields=["decided_by", "decided_at", "decision"])
             outcome.decided_by, outcome.decided_at = item.decided_by, item.decided_at
@@ -107,19 +109,22 @@ def decide_many(identity, *, selected: list[str], snapshots: dict[str, str], dec
 
 def cancel_many(identity, *, run_ids: list[str], reason: str, request_id: str) -> list[Outcome]:
     """Cancel each selected run with one reason (operators); one Outcome per run."""
-    runs = Run.objects.filter(organization=identity.organization, pk__in=run_ids).only("inputs", "process_name")
-    names = {run.pk: business_key(run) for run in runs}
+    runs = {run.pk: run for run in Run.objects.filter(organization=identity.organization, pk__in=run_ids).only(
+        "inputs", "process_name", "version_id")}
+    keys = _keys(list(runs.values()))
     outcomes = []
     for run_id in run_ids:
-        title = names.get(run_id, f"Run {run_id}")
+        run = runs.get(run_id)
+        process = run.process_name if run else ""
+        title = (keys[run_id] or process) if run else f"Run {run_id}"
         envelope = call_tool(identity, "cancel", {"runId": run_id, "reason": reason,
                                                   "requestId": f"{request_id}.{run_id}"})
         if envelope["ok"]:
-            outcomes.append(Outcome(run_id, run_id, title, "cancelled"))
+            outcomes.append(Outcome(run_id, run_id, title, "cancelled", process=process))
         else:
             error = envelope["error"]
             outcomes.append(Outcome(run_id, run_id, title, _outcome_of(error), error["message"],
-                                    list(error.get("issues") or [])))
+                                    list(error.get("issues") or []), process=process))
     return needing_attention_first(outcomes)
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from kernel import jsonio
 from processes.fields import is_number as fields_is_number
 from processes.fields import normalize
+from processes.presentation import NO_FACTS, FieldFacts, field_label, human_key
 
-from .plain_issues import human_key, worded
+from .plain_issues import in_sentence, worded
 
 SCALARS = ("string", "number", "boolean", "date", "datetime", "person")
 NUMBER_PATTERN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -45,7 +46,6 @@ MISSING = Missing()
 REPEATS = ("items", "rows", "pairs")
 MOST_ROWS = 500
 MOST_COLUMNS = 30
-LABEL_LENGTH = 60
 DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 INPUT_TYPES = {"number": "number", "date": "date", "person": "email", "datetime": "datetime-local"}
 CELL_WORDS = {"number": "a number (write it like 1250.50)", "boolean": "yes or no",
@@ -114,10 +114,13 @@ class Widget:
     # Repeatable controls (issue 16): a list of scalars (`items`), a list of objects as a table of
     # typed columns (`rows`), an object as named values (`pairs`). Each row is a list of texts.
     items: list[str] = field(default_factory=list)
-    columns: list[dict] = field(default_factory=list)  # rows: [{"name", "type"}]
+    # rows: [{"name", "type", "label", "fixed", "currency"}]; a fixed column is known (declared in
+    # admin, or used by earlier runs): the clerk fills it and does not name or type it.
+    columns: list[dict] = field(default_factory=list)
     cells: list[list[str]] = field(default_factory=list)  # rows: one list of texts per row
     pairs: list[dict] = field(default_factory=list)  # pairs: [{"key", "type", "value"}]
     problems: list[str] = field(default_factory=list)  # sentences: cells that do not read as their column
+    facts: FieldFacts = NO_FACTS  # how admin says the field is shown (label, currency, columns)
 
     @property
     def offset_name(self) -> str:
@@ -154,21 +157,34 @@ class Widget:
 
     @property
     def label(self) -> str:
-        """What people read: the process's description of the field when short, else its key
-        made readable (`vendorName` → "Vendor name")."""
-        description = (self.description or "").strip()
-        if description and len(description) <= LABEL_LENGTH and "\n" not in description:
-            return description
-        return human_key(self.name)
+        """The field's one label, as on every other page (processes.presentation.field_label)."""
+        return field_label(self.name, self.facts)
 
     @property
-    def long_description(self) -> str:
-        """A description too long to be the label is shown as help under it."""
+    def help_text(self) -> str:
+        """What is said under the field: the process's description of it (help, never the label),
+        then how to fill it in."""
         description = (self.description or "").strip()
-        return "" if description == self.label else description
+        if description and description[-1] not in ".!?:":
+            description += "."
+        return " ".join(part for part in (description, self.help) if part)
+
+    @property
+    def currency(self) -> str:
+        """An amount's currency, shown beside the number box ("" for any other field)."""
+        return self.facts.currency if self.control == "number" else ""
+
+    @property
+    def can_add_columns(self) -> bool:
+        """Columns admin declared are the table; without them the clerk may add one."""
+        return not self.facts.columns
 
     @property
     def help(self) -> str:
+        if self.currency:
+            return f"An amount in {self.currency}; it is kept as typed, never rounded."
+        if self.control == "rows" and any(column["fixed"] for column in self.columns):
+            return "One row per entry." + (" Add a column if something is missing." if self.can_add_columns else "")
         return {
             "lines": "One item per line.",
             "json": "JSON " + ("array" if self.type == "list" else "object") + ", e.g. "
@@ -184,6 +200,11 @@ class Widget:
     @property
     def item_input_type(self) -> str:
         return INPUT_TYPES.get(self.item_type or "string", "text")
+
+    @property
+    def cell_rows(self) -> list[list[tuple[dict, str]]]:
+        """Each row of a table as (its column, the text in it) pairs."""
+        return [list(zip(self.columns, row, strict=False)) for row in self.cells]
 
     @property
     def column_types(self) -> list[tuple[str, str]]:
@@ -207,11 +228,10 @@ class Widget:
         if self.control == "items" and isinstance(value, list):
             self.items = [_as_text(self.item_type or "string", item) for item in value]
         elif self.control == "rows" and isinstance(value, list) and all(isinstance(row, dict) for row in value):
-            names = list(dict.fromkeys(str(key) for row in value for key in row))
-            self.columns = [{"name": name, "type": _column_type([row[name] for row in value if name in row])}
-                            for name in names]
+            self.columns = _columns_of(value)
             self.cells = [[_as_cell(column["type"], row.get(column["name"])) for column in self.columns]
                           for row in value]
+            self._settle_columns()
         elif self.control == "pairs" and isinstance(value, dict):
             self.pairs = [{"key": str(key), "type": _column_type([item]), "value": _as_cell(_column_type([item]), item)}
                           for key, item in value.items()]
@@ -288,9 +308,10 @@ class Widget:
             if ncols is None and data.get(h) is not None:  # the list as JSON text
                 self._from_json_text(data.get(h, ""))
                 return
-            self.columns = [{"name": data.get(f"{h}.c{j}", "").strip(), "type": _known_type(data.get(f"{h}.t{j}"))}
-                            for j in range(ncols or 0)]
+            self.columns = [_column(data.get(f"{h}.c{j}", "").strip(), _known_type(data.get(f"{h}.t{j}")),
+                                    fixed=data.get(f"{h}.f{j}") == "1") for j in range(ncols or 0)]
             self.cells = [[data.get(f"{h}.r{i}.c{j}", "") for j in range(len(self.columns))] for i in range(nrows or 0)]
+            self._settle_columns()
         else:  # pairs
             count = self._count(data, "n", MOST_ROWS)
             if count is None and data.get(h) is not None:
@@ -321,7 +342,7 @@ class Widget:
                         self.hints.append(f"row {number}: a value in a column without a name")
                         continue
                     entry[column["name"]] = self._cell(column["type"], text,
-                                                       f"{self.label}, row {number}, {column['name']}")
+                                                       f"{self.label}, row {number}, {in_sentence(column['label'])}")
                 if entry:
                     rows.append(entry)
             return rows or MISSING
@@ -359,28 +380,47 @@ class Widget:
             del rows[index]
         elif action == "up" and index is not None and 0 < index < len(rows):
             rows[index - 1], rows[index] = rows[index], rows[index - 1]
-        elif action == "add_column" and self.control == "rows" and len(self.columns) < MOST_COLUMNS:
-            self.columns.append({"name": "", "type": "string"})
+        elif action == "add_column" and self.control == "rows" and self.can_add_columns and len(self.columns) < MOST_COLUMNS:
+            self.columns.append(_column("", "string"))
             for row in self.cells:
                 row.append("")
-        elif action == "remove_column" and self.control == "rows" and index is not None and 0 <= index < len(self.columns):
+        elif (action == "remove_column" and self.control == "rows" and index is not None
+              and 0 <= index < len(self.columns) and not self.columns[index]["fixed"]):
             del self.columns[index]
             for row in self.cells:
                 del row[index : index + 1]
 
     def start_columns(self, earlier_rows: list[dict]) -> None:
-        """Columns named and typed as in rows filled before (their values are not shown)."""
-        names = list(dict.fromkeys(str(key) for row in earlier_rows for key in row))[:MOST_COLUMNS]
-        self.columns = [{"name": name, "type": _column_type([row[name] for row in earlier_rows if name in row])}
-                        for name in names]
+        """The columns a clerk starts from: those admin declared, else those of rows filled in
+        earlier runs of the same step (names and types, never their values); both are fixed, so
+        the clerk fills rows instead of designing a schema."""
+        self.columns = [] if self.facts.columns else _columns_of(earlier_rows)
+        self.cells = []
+        self._settle_columns()
+
+    def _settle_columns(self) -> None:
+        """Admin's columns first, labelled, typed and in their currency; any other column after
+        them. Cells follow their column by name."""
+        declared = self.facts.columns
+        if not declared:
+            return
+        names = {column.name for column in declared}
+        index = {column["name"]: j for j, column in enumerate(self.columns) if column["name"]}
+        others = [j for j, column in enumerate(self.columns) if column["name"] not in names]
+        positions = [index.get(column.name) for column in declared] + others
+        self.columns = [_column(column.name, column.type, column.heading, True, column.currency) for column in declared] \
+            + [self.columns[j] for j in others]
+        self.cells = [[row[j] if j is not None and j < len(row) else "" for j in positions] for row in self.cells]
 
     def prepare_to_show(self) -> None:
-        """An empty repeat shows one blank row to type in (and a table one blank column)."""
+        """An empty repeat shows one blank row to type in (and a table without known columns one
+        blank column to name)."""
         if self.control == "items" and not self.items:
             self.items = [""]
         elif self.control == "rows":
+            self._settle_columns()
             if not self.columns:
-                self.columns = [{"name": "", "type": "string"}]
+                self.columns = [_column("", "string")]
             if not self.cells:
                 self.cells = [[""] * len(self.columns)]
         elif self.control == "pairs" and not self.pairs:
@@ -432,6 +472,18 @@ def _known_type(kind) -> str:
     return kind if kind in dict(COLUMN_TYPES) else "string"
 
 
+def _column(name: str, kind: str, label: str = "", fixed: bool = False, currency: str = "") -> dict:
+    """One column of a row editor; a fixed one is known, so its name is not asked for."""
+    return {"name": name, "type": kind, "label": label or human_key(name), "fixed": fixed and bool(name),
+            "currency": currency}
+
+
+def _columns_of(rows: list[dict]) -> list[dict]:
+    """The columns rows were filled with, each typed by its values (fixed: they are known)."""
+    names = list(dict.fromkeys(str(key) for row in rows for key in row))[:MOST_COLUMNS]
+    return [_column(name, _column_type([row[name] for row in rows if name in row]), fixed=True) for name in names]
+
+
 def _column_type(values: list) -> str:
     """The type a column's values share (numbers, yes/no, dates), else text; nested values: JSON."""
     present = [value for value in values if value is not None]
@@ -468,8 +520,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", text) or "_"
 
 
-def build_widgets(specs: dict | None, prefix: str) -> list[Widget]:
-    """One widget per declared field. The form name is `<prefix><field name>`; the HTML id a slug."""
+def build_widgets(specs: dict | None, prefix: str, facts_of=None) -> list[Widget]:
+    """One widget per declared field. The form name is `<prefix><field name>`; the HTML id a slug.
+    `facts_of(name)` says how admin shows the field (processes.presentation.FieldFacts)."""
     widgets, ids = [], set()
     for index, (name, raw_spec) in enumerate((specs or {}).items()):
         spec = normalize(raw_spec)
@@ -478,7 +531,8 @@ def build_widgets(specs: dict | None, prefix: str) -> list[Widget]:
         if html_id in ids:
             html_id = f"{html_id}-{index}"
         ids.add(html_id)
-        widget = Widget(name=name, html_name=f"{prefix}{name}", spec=spec, control=control, id=html_id)
+        widget = Widget(name=name, html_name=f"{prefix}{name}", spec=spec, control=control, id=html_id,
+                        facts=facts_of(name) if facts_of else NO_FACTS)
         if control == "select":
             widget.choices = _choices(spec["one_of"], spec["type"])
         elif control == "checkboxes":
@@ -583,8 +637,8 @@ class DecisionForm:
     `requirements` is the work item's `output`, `evidence` and `next` exactly as the tools give them.
     """
 
-    def __init__(self, *, requirements: dict, decisions: list[str]):
-        self.widgets = build_widgets(requirements.get("output"), "out.")
+    def __init__(self, *, requirements: dict, decisions: list[str], facts_of=None):
+        self.widgets = build_widgets(requirements.get("output"), "out.", facts_of)
         self.evidence_kinds = list(requirements.get("evidence") or [])
         self.routes = list(requirements.get("next") or [])
         self.decisions = list(decisions)

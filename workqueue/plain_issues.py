@@ -5,6 +5,8 @@ produce issues stay in the services, this only words them.
 
 import re
 
+from processes.presentation import field_label, human_key
+
 INDEXED = re.compile(r"^(?P<field>[^\[.]+)(?P<rest>(?:\[\d+\]|\.[^\[.]+)*)$")
 ITEM = re.compile(r"\[(\d+)\]")
 
@@ -20,11 +22,9 @@ class PlainIssue(str):
         return issue
 
 
-def human_key(name: str) -> str:
-    """A field's key as people read it: `vendorName` and `vendor_name` read "Vendor name"."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name or ""))
-    words = re.sub(r"[_-]+", " ", spaced).strip().lower()
-    return words[:1].upper() + words[1:]
+def in_sentence(label: str) -> str:
+    """A label inside a sentence: "Vendor name" → "vendor name"; "VAT number" stays."""
+    return label[:1].lower() + label[1:] if label[1:2].islower() or len(label) == 1 else label
 
 
 def worded(issues, widgets_by_name: dict, prefix: str = "output") -> list[PlainIssue]:
@@ -34,7 +34,7 @@ def worded(issues, widgets_by_name: dict, prefix: str = "output") -> list[PlainI
 
 def _the(label: str) -> str:
     """'the vendor name' for a label that reads as a noun phrase."""
-    lowered = label[:1].lower() + label[1:] if label[1:2].islower() or len(label) == 1 else label
+    lowered = in_sentence(label)
     owned = ("the ", "a ", "an ", "your ", "their ", "his ", "her ", "our ", "my ", "its ")
     return lowered if lowered.lower().startswith(owned) else f"the {lowered}"
 
@@ -95,7 +95,7 @@ def sentence(issue: str, widgets_by_name: dict, prefix: str = "output") -> str:
         match = INDEXED.match(head[len(known) + 1 :])
         if match:
             widget = widgets_by_name.get(match.group("field"))
-            label = widget.label if widget else human_key(match.group("field"))
+            label = widget.label if widget else field_label(match.group("field"))
             kind = widget.type if widget else ""
             control = widget.control if widget else ""
             rest = match.group("rest")

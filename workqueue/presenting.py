@@ -4,11 +4,15 @@ only reading, ordering and formatting of data the tools returned."""
 import datetime as dt
 import hashlib
 from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.utils import formats
 
 from kernel import jsonio
 from kernel.states import UNFINISHED
-from processes.fields import field_type
+from processes.fields import field_type, is_number
 from processes.maps import humanize
+from processes.presentation import NO_FACTS, FieldFacts, Presentation, field_label
 from runs.presenters import sent_back
 
 RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
@@ -77,6 +81,55 @@ def changed_parts(shown: str, view: dict) -> tuple[bool, list[str]]:
     return before_inputs != fresh["inputs"], changed
 
 
+# ---------------------------------------------------------------- values and their labels
+
+
+def money(value, currency: str, places: int) -> str:
+    """An amount as finance reads it: "USD 12,500.50". The ISO code (unambiguous where "$" is
+    not), the page's separators, at least the currency's decimals, and every decimal that was sent
+    (spec §2.3: never rounded; 12500.12345 USD shows all five)."""
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    exponent = number.as_tuple().exponent
+    sent = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+    if isinstance(exponent, int) and exponent > 0:
+        number = number.quantize(Decimal(1))  # 1E+3: written out, exactly (no digit is lost)
+    text = formats.number_format(number, decimal_pos=max(places, sent), force_grouping=True)
+    return f"{currency}\u00a0{text}"
+
+
+def amount_text(value, facts: FieldFacts | None) -> str | None:
+    """A number of a field declared as an amount, with its currency; None for any other value."""
+    if facts is None or not facts.currency or not is_number(value):
+        return None
+    return money(value, facts.currency, facts.places or 0)
+
+
+@dataclass(frozen=True)
+class ShownField:
+    """One field's value on a page, under its one label (processes.presentation.field_label)."""
+
+    name: str
+    value: object
+    facts: FieldFacts = NO_FACTS
+
+    @property
+    def label(self) -> str:
+        return field_label(self.name, self.facts)
+
+
+def shown_fields(values, facts_of, declared=(), limit: int | None = None) -> list[ShownField]:
+    """The fields of inputs or an output, each with its facts (`facts_of(name)`): the declared
+    ones in the file's order (PostgreSQL's jsonb keeps none), then any other."""
+    values = values if isinstance(values, dict) else {}
+    names = [name for name in declared if name in values] + [name for name in values if name not in declared]
+    return [ShownField(name, values[name], facts_of(name)) for name in names[:limit]]
+
+
+def shown_inputs(inputs, presentation: Presentation | None, declared=(), limit: int | None = None) -> list[ShownField]:
+    presentation = presentation or Presentation()
+    return shown_fields(inputs, presentation.input, declared, limit)
+
+
 # ---------------------------------------------------------------- records and timelines
 
 
@@ -89,6 +142,7 @@ class Record:
     attempt: int
     current: bool
     data: dict
+    presentation: Presentation | None = None
 
     @property
     def title(self) -> str:
@@ -103,9 +157,9 @@ class Record:
         return self.data.get("by")
 
     @property
-    def output_items(self) -> list[tuple[str, object]]:
-        output = self.data.get("output")
-        return list(output.items()) if isinstance(output, dict) else []
+    def output_items(self) -> list[ShownField]:
+        presentation = self.presentation or Presentation()
+        return shown_fields(self.data.get("output"), lambda name: presentation.output(self.step_id, name))
 
     @property
     def evidence(self) -> list[dict]:
@@ -115,12 +169,12 @@ class Record:
         return self.data.get(key)
 
 
-def _completions(step_id: str, kind: str, entry: dict) -> list[Record]:
+def _completions(step_id: str, kind: str, entry: dict, presentation: Presentation | None) -> list[Record]:
     history = entry.get("history") or []
-    records = [Record(step_id, kind, index + 1, False, past) for index, past in enumerate(history)]
+    records = [Record(step_id, kind, index + 1, False, past, presentation) for index, past in enumerate(history)]
     current = {key: entry[key] for key in RECORD_KEYS if key in entry}
     if current:
-        records.append(Record(step_id, kind, len(history) + 1, True, current))
+        records.append(Record(step_id, kind, len(history) + 1, True, current, presentation))
     return records
 
 
@@ -147,13 +201,14 @@ class StepPanel:
         return KIND_LABELS.get(self.kind, self.kind)
 
 
-def step_panels(view: dict, *, only_with_data: bool = False) -> list[StepPanel]:
+def step_panels(view: dict, presentation: Presentation | None = None, *,
+                only_with_data: bool = False) -> list[StepPanel]:
     """Every step in definition order with its state and its current and earlier completions."""
     data = view["data"]["steps"]
     panels = []
     for row in view["steps"]:
         entry = data.get(row["id"]) or {}
-        records = _completions(row["id"], row["kind"], entry)
+        records = _completions(row["id"], row["kind"], entry, presentation)
         current = records[-1] if records and records[-1].current else None
         history = [record for record in records if not record.current]
         if only_with_data and not records:
@@ -174,29 +229,39 @@ def file_refs(view: dict) -> set[str]:
     return refs
 
 
-def business_key(inputs: dict, declared: dict | None = None) -> str:
-    """What people call a run: its first text input (the vendor, the invoice number); with the
-    declared inputs, the first one declared as text (not a person's address)."""
-    for name, value in (inputs or {}).items():
-        spec = (declared or {}).get(name)
-        kind = field_type(spec) if spec is not None else "string"
-        if kind == "string" and isinstance(value, str) and value.strip():
-            return value.strip()[:120]
+KEY_CHARS = 80
+
+
+def business_key(inputs: dict, declared: dict) -> str:
+    """What people call a run, on every page (inbox, operators, work item, run, runs list, bulk
+    results): the first input its version declares as text (the vendor, the invoice number; not a
+    person's address), shortened to KEY_CHARS. The declared inputs are required: without them a
+    person's address would pass for a name."""
+    for name, spec in declared.items():
+        value = (inputs or {}).get(name)
+        if field_type(spec) == "string" and isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            return text if len(text) <= KEY_CHARS else text[: KEY_CHARS - 1] + "…"
     return ""
 
 
-def timeline(view: dict) -> list[Record]:
+def item_name(step_id: str, key: str) -> str:
+    """What people call a work item: its step in words and its run's business key."""
+    return f"{humanize(step_id)} – {key}" if key else humanize(step_id)
+
+
+def timeline(view: dict, presentation: Presentation | None = None) -> list[Record]:
     """Every completion of every step, earlier attempts included, in the order they happened."""
     positions = {row["id"]: index for index, row in enumerate(view["steps"])}
     records = []
     for row in view["steps"]:
-        records += _completions(row["id"], row["kind"], view["data"]["steps"].get(row["id"]) or {})
+        records += _completions(row["id"], row["kind"], view["data"]["steps"].get(row["id"]) or {}, presentation)
     # Completions carry seconds; within one second earlier attempts go first, then step order.
     return sorted(records, key=lambda r: (r.at or "", r.current, positions[r.step_id], r.attempt))
 
 
-def input_items(view: dict) -> list[tuple[str, object]]:
-    return list(view["data"]["inputs"].items())
+def input_items(view: dict, presentation: Presentation | None, declared=()) -> list[ShownField]:
+    return shown_inputs(view["data"]["inputs"], presentation, declared)
 
 
 def find_item(view: dict, work_item_id: str) -> dict | None:
@@ -234,7 +299,7 @@ class InboxEntry:
     step_id: str
     kind: str
     text: str
-    inputs: list[tuple[str, object]]
+    inputs: list[ShownField]
     test: bool
     due_at: dt.datetime | None
     created_at: dt.datetime
@@ -266,26 +331,31 @@ class InboxEntry:
         return humanize(self.step_id)
 
     @property
+    def name(self) -> str:
+        return item_name(self.step_id, self.business_key)
+
+    @property
     def kind_label(self) -> str:
         return item_kind_label(self.kind, self.escalated)
 
 
-def inbox_entry(item, definition, now, seen_at=None) -> InboxEntry:
+def inbox_entry(item, definition, now, seen_at=None, presentation: Presentation | None = None) -> InboxEntry:
+    """One row of the inbox or of an operators' queue; `definition` is the run's version's."""
     run = item.run
     text = ""
-    if definition is not None and item.step_id in definition.by_id:
+    if item.step_id in definition.by_id:
         text = definition.step(item.step_id).text.strip()
     first_line = text.splitlines()[0] if text else ""
     return InboxEntry(
         id=item.id, run_id=run.id, process=run.process_name, version=run.version_number, step_id=item.step_id,
-        kind=item.kind, text=first_line[:200], inputs=list(run.inputs.items())[:4], test=run.mode == "test",
+        kind=item.kind, text=first_line[:200], inputs=shown_inputs(run.inputs, presentation, definition.inputs, 4), test=run.mode == "test",
         due_at=item.due_at, created_at=item.created_at, overdue=item.due_at is not None and item.due_at <= now,
         due_relative=relative(item.due_at, now), escalated=item.escalation is not None,
         escalation_note=(item.escalation or {}).get("note"),
         sent_back=sent_back(definition, run.steps_data, item.step_id, item.step_state.handoff)
-        if definition is not None and item.escalation is None else None,
+        if item.escalation is None else None,
         held_by=item.held_by, assigned_by=item.assigned_by, snapshot=run.snapshot,
-        business_key=business_key(run.inputs, definition.inputs if definition is not None else None),
+        business_key=business_key(run.inputs, definition.inputs),
         new=seen_at is not None and item.created_at > seen_at and item.state == "open",
         open=item.state == "open", decision=item.decision, decided_at=item.decided_at,
     )

@@ -12,10 +12,10 @@ from django.http import QueryDict
 
 from kernel import jsonio
 from processes.fields import field_type
+from processes.presentation import Presentation, field_label
 
 from .forms import parse_number, value_from_text
 from .selectors import HELD_FILTERS, KIND_FILTERS, MODES, RANGE_KINDS, SORTS, VIEWS, InboxFilters, InputFilter
-from .templatetags.workqueue_tags import field_label
 
 # Parameters that belong to one request, not to the view.
 TRANSIENT = ("page", "partial")
@@ -45,8 +45,10 @@ def _typed(kind: str, text: str):
     return text, None
 
 
-def input_fields(declared: dict, query) -> list[dict]:
-    """The typed-input filter controls of a process: ranges for numbers and dates, else equality."""
+def input_fields(declared: dict, query, presentation: Presentation | None = None) -> list[dict]:
+    """The typed-input filter controls of a process: ranges for numbers and dates, else equality;
+    each under its field's one label."""
+    presentation = presentation or Presentation()
     fields = []
     for name, spec in declared.items():
         kind = input_kind(spec)
@@ -55,15 +57,17 @@ def input_fields(declared: dict, query) -> list[dict]:
         ops = ("min", "max") if kind in RANGE_KINDS else ("eq",)
         for op in ops:
             param = f"input.{name}" if op == "eq" else f"input.{name}.{op}"
-            fields.append({"name": name, "op": op, "param": param, "type": kind,
+            fields.append({"name": name, "label": field_label(name, presentation.input(name)),
+                           "op": op, "param": param, "type": kind, "currency": presentation.input(name).currency,
                            "value": query.get(param, ""), "range": RANGE_LABELS.get(op, "")})
     return fields
 
 
-def read_filters(query, declared_inputs_of) -> tuple[InboxFilters, list[dict], list[str]]:
+def read_filters(query, declared_inputs_of, presentation_of=None) -> tuple[InboxFilters, list[dict], list[str]]:
     """(filters, the typed-input controls of the chosen process, problems) from a query string.
 
-    `declared_inputs_of(process)` gives the inputs the process declares (its latest version)."""
+    `declared_inputs_of(process)` gives the inputs the process declares (its latest version), and
+    `presentation_of(process)` how they are shown (their labels)."""
     def choice(name, allowed, default=""):
         value = query.get(name, "")
         return value if value in allowed else default
@@ -74,14 +78,15 @@ def read_filters(query, declared_inputs_of) -> tuple[InboxFilters, list[dict], l
     version = int(version_text) if version_text.isdigit() and int(version_text) > 0 else None
     if version_text and version is None:
         problems.append(f"Version: “{version_text}” is not a version number; that filter was left out.")
-    fields = input_fields(declared_inputs_of(process), query) if process else []
+    presentation = presentation_of(process) if process and presentation_of else None
+    fields = input_fields(declared_inputs_of(process), query, presentation) if process else []
     for field in fields:
         text = field["value"].strip()
         if not text:
             continue
         value, problem = _typed(field["type"], text)
         if problem:
-            where = field_label(field["name"]) + (f" ({field['range']})" if field["range"] else "")
+            where = field["label"] + (f" ({field['range']})" if field["range"] else "")
             problems.append(f"{where}: {problem}; that filter was left out.")
             field["error"] = problem
         else:

@@ -232,7 +232,7 @@ def overdue_work_items(identity: Identity, *, now, limit: int = QUEUE_LIMIT):
         organization=identity.organization, state=WorkItemState.OPEN, due_at__isnull=False, due_at__lte=now
     )
     total = items.count()
-    rows = list(items.select_related("run").order_by("due_at", "created_at", "id")[:limit])
+    rows = list(items.select_related("run", "step_state").order_by("due_at", "created_at", "id")[:limit])
     return rows, total
 
 

@@ -30,11 +30,13 @@ from kernel.identity import issue_personal_token, person_identity, personal_toke
 from processes import maps
 from processes.definition import definition_for, definitions_for
 from processes.maps import humanize
+from processes.presentation import (Presentation, field_label, presentation_for, presentation_of_number,
+                                    presentations_for)
 from processes.rendering import render_markdown
 from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, InboxVisit, RunState, WorkItemState
 from runs.presenters import decisions_for, last_attempt, run_list_entry, sent_back
-from runs.selectors import file_facts, file_names, is_assigned, recent_rows, runs_list
+from runs.selectors import file_facts, file_names, is_assigned, recent_input_rows, recent_rows, runs_list
 from runs.services import queue, saved_views, uploads
 from runs.services.decisions import note_rule
 from runs.visibility import can_see
@@ -124,6 +126,18 @@ def _declared_inputs(catalog: list[dict]):
     return lambda process: by_name.get(process, {})
 
 
+def _latest_presentation(identity, catalog: list[dict]):
+    """process -> how the fields of its latest version are shown (a query per process asked)."""
+    numbers = {item["name"]: item["version"] for item in catalog}
+
+    def of(process: str) -> Presentation:
+        if process not in numbers:
+            return Presentation()
+        return presentation_of_number(identity.organization, process=process, number=numbers[process])
+
+    return of
+
+
 @person_view
 def inbox(request, identity):
     """The person's work in views (mine, my groups, all open, done by me), filtered, sorted and
@@ -131,7 +145,8 @@ def inbox(request, identity):
     query = request.GET
     catalog = _process_catalog(identity)
     declared = _declared_inputs(catalog)
-    filters, input_fields, problems = queue_params.read_filters(query, declared)
+    filters, input_fields, problems = queue_params.read_filters(query, declared,
+                                                                _latest_presentation(identity, catalog))
     try:
         page = int(query.get("page", "1"))
     except ValueError:
@@ -143,9 +158,10 @@ def inbox(request, identity):
     views = saved_views.views_of(identity)
     saved = {view.pk: queue_params.read_filters(queue_params.parse(view.query), declared)[0] for view in views}
     rows, counts = selectors.inbox(identity, filters, now=now, page=page, seen_at=seen_at, saved=saved)
-    definitions = definitions_for({row.run.version_id for row in rows})
-    entries = [presenting.inbox_entry(row, definitions.get(row.run.version_id), now, seen_at=seen_at)
-               for row in rows]
+    version_ids = {row.run.version_id for row in rows}
+    definitions, presentations = definitions_for(version_ids), presentations_for(version_ids)
+    entries = [presenting.inbox_entry(row, definitions[row.run.version_id], now, seen_at=seen_at,
+                                      presentation=presentations[row.run.version_id]) for row in rows]
     current = queue_params.canonical_query(query)
     context = {
         "entries": entries, "counts": counts, "filters": filters, "problems": problems,
@@ -297,7 +313,7 @@ def work_item(request, identity, work_item_id: str):
         return _error_page(request, envelope["error"])
     view = envelope["data"]
     shown = presenting.find_item(view, item.id)
-    form = _form_for(item)
+    form = _form_for(item, presentation_for(item.run.version_id))
     # What the person starts from: an agent's held candidate, or the step's last attempt when it
     # came back for rework (its values, route, reason and files, which stay attached).
     candidate = (shown.get("escalation") or {}).get("candidate") if shown else None
@@ -305,18 +321,19 @@ def work_item(request, identity, work_item_id: str):
     if candidate and form.completes:
         refs = [e.get("ref") for e in candidate.get("evidence") or [] if e.get("kind") == "file"]
         form.fill_from_candidate(candidate, file_names(identity.organization, refs))
-    for widget in form.widgets:  # an empty table starts with the columns people used before
+    for widget in form.widgets:  # an empty table starts with admin's columns, else those people used before
         if widget.control == "rows" and not widget.columns:
-            widget.start_columns(recent_rows(identity.organization, process=item.run.process_name,
-                                             step_id=item.step_id, field=widget.name))
+            widget.start_columns([] if widget.facts.columns else recent_rows(
+                identity.organization, process=item.run.process_name, step_id=item.step_id, field=widget.name))
     return _render_item(request, identity, item, view, form)
 
 
-def _form_for(item) -> DecisionForm:
-    # The step's requirements exactly as work items give them (output, evidence, next), and the
-    # decisions this kind of item accepts.
+def _form_for(item, presentation: Presentation) -> DecisionForm:
+    # The step's requirements exactly as work items give them (output, evidence, next), the
+    # decisions this kind of item accepts, and how admin shows its fields.
     requirements = definition_for(item.run.version_id).step(item.step_id).requirements
-    return DecisionForm(requirements=requirements, decisions=decisions_for(item))
+    return DecisionForm(requirements=requirements, decisions=decisions_for(item),
+                        facts_of=lambda name: presentation.output(item.step_id, name))
 
 
 def _render_item(request, identity, item, view, form, *, banner=None, request_id=None, status=200, kept=None):
@@ -325,6 +342,7 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
     if shown is None:
         item.refresh_from_db()
     step_rows = {row["id"]: row for row in view["steps"]}
+    definition, presentation = definition_for(item.run.version_id), presentation_for(item.run.version_id)
     context = {
         "item": item,
         "shown": shown,
@@ -336,8 +354,8 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
                                (shown or {}).get("handoff")),
         "kind_label": presenting.item_kind_label(item.kind, item.escalation is not None),
         "body_html": render_markdown(view["body"], under_heading=2),
-        "inputs": presenting.input_items(view),
-        "panels": [panel for panel in presenting.step_panels(view, only_with_data=True)],
+        "inputs": presenting.input_items(view, presentation, definition.inputs),
+        "panels": presenting.step_panels(view, presentation, only_with_data=True),
         "form": form,
         "decision_labels": presenting.DECISION_LABELS,
         "note_hint": presenting.note_hint(*note_rule(form.decisions)),
@@ -353,8 +371,7 @@ def _render_item(request, identity, item, view, form, *, banner=None, request_id
         "decided": item.state == WorkItemState.DECIDED,
         "removed": item.state == WorkItemState.REMOVED,
         "files": file_facts(identity.organization, presenting.file_refs(view)),
-        "business_key": presenting.business_key(view["data"]["inputs"],
-                                                definition_for(item.run.version_id).inputs),
+        "business_key": presenting.business_key(view["data"]["inputs"], definition.inputs),
         **(kept or {}),
     }
     return render(request, "workqueue/work_item.html", context, status=status)
@@ -411,7 +428,7 @@ def _upload_files(identity, request, form: DecisionForm, request_id: str) -> lis
 
 def _decide(request, identity, item):
     post = request.POST
-    form = _form_for(item)
+    form = _form_for(item, presentation_for(item.run.version_id))
     form.fill_from_post(post)
     request_id = post.get("request_id") or _request_id()
     if post.get("edit"):
@@ -549,11 +566,13 @@ def run_list(request, identity):
     process = query.get("process", "").strip()
     state = query.get("state", "") if query.get("state", "") in RUN_STATES else ""
     declared = next((item["inputs"] for item in catalog if item["name"] == process), {}) if process else {}
+    labels = _latest_presentation(identity, catalog)(process) if declared else Presentation()
     input_filters, typed = [], {}
     for name, spec in declared.items():
         value = query.get(f"input.{name}", "")
         kind = spec.get("type") if isinstance(spec, dict) else spec
-        input_filters.append({"name": name, "param": f"input.{name}", "value": value, "type": kind})
+        input_filters.append({"name": name, "label": field_label(name, labels.input(name)), "param": f"input.{name}",
+                              "value": value, "type": kind})
         if value.strip():
             typed[name] = value_from_text(kind, value.strip())
     # list_runs' own read: the runs this person may see (runs/visibility.py).
@@ -562,8 +581,15 @@ def run_list(request, identity):
                                       limit=RUNS_PAGE, cursor=query.get("cursor") or None)
     except ToolError as error:
         return _error_page(request, error.envelope()["error"])
+    version_ids = {run.version_id for run in rows}
+    definitions, presentations = definitions_for(version_ids), presentations_for(version_ids)
+    entries = []
+    for run in rows:  # the tool's shape, with the run's name and its inputs as people read them
+        inputs = definitions[run.version_id].inputs
+        entries.append({**run_list_entry(run), "name": presenting.business_key(run.inputs, inputs),
+                        "fields": presenting.shown_inputs(run.inputs, presentations[run.version_id], inputs)})
     return render(request, "workqueue/run_list.html", {
-        "runs": [run_list_entry(run) for run in rows], "next_cursor": next_cursor,
+        "runs": entries, "next_cursor": next_cursor,
         "processes": [item["name"] for item in catalog], "process": process, "state": state, "states": RUN_STATES,
         "input_filters": input_filters, "paged": bool(query.get("cursor")),
         "can_cancel": identity.is_operator, "request_id": _request_id(), "back_url": request.get_full_path(),
@@ -587,17 +613,17 @@ def run_detail(request, identity, run_id: str):
     map_svg = mark_safe(maps.svg_for_version(version_id, states=states))
     who = request.GET.get("who", "") if request.GET.get("who", "") in activity.WHO else ""
     events = audit.events(organization_ids=[identity.organization.id], run_id=run["id"])
+    definition, presentation = definition_for(version_id), presentation_for(version_id)
     return render(request, "workqueue/run_detail.html", {
         "activity": activity.timeline(events, who), "who": who, "who_choices": activity.WHO_LABELS,
-        "view": view, "run": run, "inputs": presenting.input_items(view),
-        "panels": presenting.step_panels(view), "timeline": presenting.timeline(view),
+        "view": view, "run": run, "inputs": presenting.input_items(view, presentation, definition.inputs),
+        "panels": presenting.step_panels(view, presentation), "timeline": presenting.timeline(view, presentation),
         "work_items": view["workItems"], "body_html": render_markdown(view["body"], under_heading=2),
         "map_svg": map_svg, "mermaid": maps.mermaid_for_version(version_id),
         "request_id": _request_id(), "can_cancel": identity.is_operator and run["state"] not in ENDED_STATES,
         "is_operator": identity.is_operator,
         "files": file_facts(identity.organization, presenting.file_refs(view)),
-        "business_key": presenting.business_key(view["data"]["inputs"],
-                                                definition_for(version_id).inputs if version_id else None),
+        "business_key": presenting.business_key(view["data"]["inputs"], definition.inputs),
     })
 
 
@@ -607,7 +633,8 @@ def start_run(request, identity):
     catalog = _process_catalog(identity)
     name = (request.POST.get("process") or request.GET.get("process") or "").strip()
     chosen = next((item for item in catalog if item["name"] == name), None)
-    widgets = build_widgets(chosen["inputs"], "in.") if chosen else []
+    shown = _latest_presentation(identity, catalog)(name) if chosen else Presentation()
+    widgets = build_widgets(chosen["inputs"], "in.", shown.input) if chosen else []
     context = {"catalog": catalog, "chosen": chosen, "widgets": widgets, "general_errors": [],
                "mode": "live", "request_id": _request_id(), "offsets": OFFSETS}
     if request.method == "POST" and chosen:
@@ -621,7 +648,14 @@ def start_run(request, identity):
                 widget.prepare_to_show()
             context.update(mode=mode, request_id=request_id)
             return render(request, "workqueue/start_run.html", context)
-        envelope = call_tool(identity, "start_run", {"process": chosen["name"], "inputs": read_widgets(widgets),
+        inputs = read_widgets(widgets)
+        if any(widget.problems for widget in widgets):  # a table cell that is not its column's type
+            for widget in widgets:
+                widget.errors = worded(widget.problems, {})
+                widget.prepare_to_show()
+            context.update(mode=mode, request_id=request_id)
+            return render(request, "workqueue/start_run.html", context, status=422)
+        envelope = call_tool(identity, "start_run", {"process": chosen["name"], "inputs": inputs,
                                                      "mode": mode, "requestId": request_id})
         if envelope["ok"]:
             run = envelope["data"]["run"]
@@ -636,7 +670,10 @@ def start_run(request, identity):
         context.update(general_errors=issues.general, mode=mode, error=error,
                        request_id=request_id if error["code"] == "retry" else _request_id())
         return render(request, "workqueue/start_run.html", context, status=HTTP_STATUS.get(error["code"], 400))
-    for widget in widgets:
+    for widget in widgets:  # an empty table starts with admin's columns, else those earlier runs used
+        if widget.control == "rows":
+            widget.start_columns([] if widget.facts.columns else recent_input_rows(
+                identity.organization, process=chosen["name"], field=widget.name))
         widget.prepare_to_show()
     return render(request, "workqueue/start_run.html", context)
 
@@ -650,14 +687,19 @@ def operators(request, identity):
     escalations, escalation_total = selectors.escalations(identity)
     overdue_items, overdue_item_total = selectors.overdue_work_items(identity, now=now)
     overdue_steps, overdue_step_total = selectors.overdue_agent_steps(identity, now=now)
+    # Rows named as in the inbox: each run's business key read with its own version's inputs.
+    definitions = definitions_for({row.run.version_id for row in [*escalations, *overdue_items, *overdue_steps]})
     return render(request, "workqueue/operators.html", {
-        "escalations": [presenting.inbox_entry(item, None, now) for item in escalations],
+        "escalations": [presenting.inbox_entry(item, definitions[item.run.version_id], now) for item in escalations],
         "escalation_decisions": bulk.ESCALATION_DECISIONS.items(), "request_id": _request_id(),
         "escalation_total": escalation_total,
-        "overdue_items": [presenting.inbox_entry(item, None, now) for item in overdue_items],
+        "overdue_items": [presenting.inbox_entry(item, definitions[item.run.version_id], now)
+                          for item in overdue_items],
         "overdue_item_total": overdue_item_total,
         "overdue_steps": [{"run": step.run, "step_id": step.step_id, "state": step.state, "due_at": step.due_at,
-                           "claimed_by": step.claimed_by, "late": presenting.relative(step.due_at, now)}
+                           "claimed_by": step.claimed_by, "late": presenting.relative(step.due_at, now),
+                           "name": presenting.item_name(step.step_id, presenting.business_key(
+                               step.run.inputs, definitions[step.run.version_id].inputs))}
                           for step in overdue_steps],
         "overdue_step_total": overdue_step_total,
     })

@@ -22,7 +22,6 @@ then it sends each person's rows that are due as one mail. A crash at any point 
 """
 
 import datetime as dt
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -35,6 +34,7 @@ from kernel.errors import invalid
 from kernel.models import Delivery, NoticeKind, NoticePreference, Organization
 from processes.definition import definitions_for
 from processes.maps import humanize
+from processes.presentation import field_label
 
 from ..models import Decision, Notice, StepState, WorkItem, WorkItemState
 from . import locks
@@ -396,17 +396,12 @@ def _short(value) -> str:
     return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
 
 
-def _label(name: str) -> str:
-    """`invoiceNumber` reads as "Invoice number"."""
-    return humanize(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower())
-
-
 def inputs_line(inputs: dict, definition) -> str:
     """The run's business inputs, briefly: the first few in the order the process declares them
     (PostgreSQL's jsonb keeps no order), each shortened."""
     inputs = inputs or {}
     names = [name for name in definition.inputs if name in inputs] + [n for n in inputs if n not in definition.inputs]
-    shown = [f"{_label(name)}: {_short(inputs[name])}" for name in names[:INPUTS_SHOWN]
+    shown = [f"{field_label(name)}: {_short(inputs[name])}" for name in names[:INPUTS_SHOWN]
              if inputs[name] is not None and inputs[name] != ""]
     more = len(names) - INPUTS_SHOWN
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")

@@ -8,8 +8,8 @@ from django.utils import formats, timezone
 from kernel import jsonio
 from processes.fields import is_number
 from processes.maps import humanize as humanize_id
-from workqueue.plain_issues import human_key
-from workqueue.presenting import parse_iso
+from processes.presentation import Column, FieldFacts
+from workqueue.presenting import amount_text, parse_iso
 
 register = template.Library()
 
@@ -41,14 +41,16 @@ def pretty(value) -> str:
 
 
 @register.filter
-def humanize(value) -> str:
-    return humanize_id(value) if value else ""
+def shown(value, facts) -> str:
+    """A field's value as people read it: an amount with its currency ("USD 12,500.50") when
+    admin declared one for the field, else as `pretty` shows it."""
+    amount = amount_text(value, facts if isinstance(facts, FieldFacts) else None)
+    return pretty(value) if amount is None else amount
 
 
 @register.filter
-def field_label(name) -> str:
-    """A field's key as people read it: `vendorName` and `vendor_name` read "Vendor name"."""
-    return human_key(name)
+def humanize(value) -> str:
+    return humanize_id(value) if value else ""
 
 
 @register.filter
@@ -59,13 +61,20 @@ def is_rows(value) -> bool:
 
 
 @register.filter
-def row_keys(rows) -> list:
-    return list(dict.fromkeys(key for row in rows for key in row))
+def table_columns(rows, facts) -> list[Column]:
+    """The columns of a table of rows: admin's, in their order, for the keys the rows have, then
+    any other key (headed by its name in words)."""
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    declared = [column for column in (facts.columns if isinstance(facts, FieldFacts) else ()) if column.name in keys]
+    named = {column.name for column in declared}
+    return declared + [Column(name=key) for key in keys if key not in named]
 
 
 @register.filter
-def cell(row, key) -> str:
-    return pretty(row.get(key)) if isinstance(row, dict) and key in row else ""
+def cell(row, column) -> str:
+    if not isinstance(row, dict) or column.name not in row:
+        return ""
+    return shown(row[column.name], FieldFacts(currency=column.currency))
 
 
 @register.filter

@@ -81,12 +81,22 @@
     });
   });
   // Row editors: add, remove and move rows in the page (the same buttons post the form without
-  // JavaScript). Names are renumbered from each input's data-name ("….r{i}.c0").
+  // JavaScript). Names, ids, labels and the buttons' names are renumbered from each element's
+  // pattern ("….r{i}.c0", "Row {n}, Amount"), so every control of every row keeps its label.
   function renumber(repeat) {
     var rows = repeat.querySelectorAll("[data-row]");
     rows.forEach(function (row, index) {
+      var i = String(index), n = String(index + 1);
       row.querySelectorAll("[data-name]").forEach(function (input) {
-        input.name = input.getAttribute("data-name").replace("{i}", String(index));
+        input.name = input.getAttribute("data-name").replace("{i}", i);
+      });
+      row.querySelectorAll("[data-id]").forEach(function (el) { el.id = el.getAttribute("data-id").replace("{i}", i); });
+      row.querySelectorAll("label[data-for]").forEach(function (label) {
+        label.htmlFor = label.getAttribute("data-for").replace("{i}", i);
+      });
+      row.querySelectorAll("[data-text]").forEach(function (el) { el.textContent = el.getAttribute("data-text").replace("{n}", n); });
+      row.querySelectorAll("[data-aria]").forEach(function (el) {
+        el.setAttribute("aria-label", el.getAttribute("data-aria").replace("{n}", n));
       });
       row.querySelectorAll("[data-edit]").forEach(function (button) {
         var parts = button.value.split("|");
@@ -108,8 +118,8 @@
       if (action === "add_row") {
         if (!rows.length) return; // nothing to copy: let the server add it
         var fresh = rows[rows.length - 1].cloneNode(true);
-        fresh.querySelectorAll("input").forEach(function (input) { input.value = ""; input.removeAttribute("id"); });
-        fresh.querySelectorAll("label[for]").forEach(function (label) { label.removeAttribute("for"); });
+        fresh.querySelectorAll("input").forEach(function (input) { input.value = ""; });
+        fresh.querySelectorAll("select").forEach(function (select) { select.selectedIndex = 0; });
         rows[rows.length - 1].parentNode.appendChild(fresh);
         event.preventDefault();
         renumber(repeat);
@@ -119,6 +129,7 @@
         event.preventDefault();
         if (rows.length === 1) {
           row.querySelectorAll("input").forEach(function (input) { input.value = ""; });
+          row.querySelectorAll("select").forEach(function (select) { select.selectedIndex = 0; });
         } else {
           row.parentNode.removeChild(row);
         }
