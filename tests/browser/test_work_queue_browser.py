@@ -49,7 +49,7 @@ def test_take_shows_the_holder_to_the_group_and_an_operator_assigns(server, new_
     ops.wait_for_url(re.compile(rf"/work/{items[1]}$"))
     assert "Assigned to li@example.com." in ops.inner_text(".messages")
     li.goto(f"{server}/")
-    assert "You are on it" in li.locator(f'tr[data-work-item="{items[1]}"]').inner_text()
+    assert "Assigned to you by ops@example.com" in li.locator(f'tr[data-work-item="{items[1]}"]').inner_text()
     li.get_by_role("link", name=re.compile(r"^Mine")).click()
     li.wait_for_url(re.compile(r"\?view=mine$"))
     assert [row.get_attribute("data-work-item") for row in li.locator("tr.inbox-row").all()] == [items[1]]
