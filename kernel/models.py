@@ -115,6 +115,7 @@ class AgentApplication(models.Model):
     client-credentials tokens act as that agent. Deleting it deletes the Application and its tokens."""
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="oauth_applications")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     application = models.OneToOneField(
         oauth2_settings.APPLICATION_MODEL, on_delete=models.CASCADE, related_name="agent_link"
     )
@@ -231,6 +232,7 @@ class NoticePreference(models.Model):
     """How one person hears of one kind of notice; no row means the kind's default."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notice_preferences")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=32, choices=NoticeKind.choices)
     delivery = models.CharField(max_length=16, choices=Delivery.choices)
     updated_at = models.DateTimeField()
@@ -247,6 +249,7 @@ class PageSettings(models.Model):
     the browser's own."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="page_settings")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     time_zone = models.CharField(max_length=64, blank=True)
 
     def __str__(self):

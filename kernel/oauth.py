@@ -53,7 +53,8 @@ def register_agent_application(agent: Agent, name: str = "") -> tuple[AgentAppli
         redirect_uris="",
         skip_authorization=False,
     )
-    return AgentApplication.objects.create(agent=agent, application=application), secret
+    return AgentApplication.objects.create(agent=agent, organization_id=agent.organization_id,
+                                           application=application), secret
 
 
 @transaction.atomic

@@ -66,6 +66,7 @@ class ImmutableQuerySet(models.QuerySet):
 
 class ProcessVersion(models.Model):
     process = models.ForeignKey(Process, on_delete=models.PROTECT, related_name="versions")
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="+")
     number = models.PositiveIntegerField()
     content_hash = models.CharField(max_length=64)
     source = models.TextField()
@@ -102,6 +103,7 @@ class FieldPresentation(models.Model):
     edited in admin and carried over to the next version (processes/presentation.py)."""
 
     version = models.ForeignKey(ProcessVersion, on_delete=models.CASCADE, related_name="field_presentations")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     path = models.CharField(max_length=200, help_text="inputs.<name> or steps.<step id>.output.<name>")
     label = models.CharField(max_length=80, blank=True)
     currency = models.CharField(max_length=3, blank=True, help_text="ISO 4217 code: the field is an amount.")

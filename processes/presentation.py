@@ -266,7 +266,8 @@ def declare(*, version: ProcessVersion, definition: Definition, path: str, facts
         row.delete()
     else:
         values = {"label": facts.label, "currency": facts.currency, "decimals": facts.decimals,
-                  "columns": [asdict(column) for column in facts.columns]}
+                  "columns": [asdict(column) for column in facts.columns],
+                  "organization_id": version.organization_id}
         FieldPresentation.objects.update_or_create(version=version, path=path, defaults=values)
     _forget(version)
     audit.record(EventKind.FIELD_PRESENTATION, organization_id=version.process.organization_id, actor=actor,
@@ -283,7 +284,7 @@ def carry_over(*, previous: ProcessVersion | None, version: ProcessVersion, defi
     if previous is None:
         return []
     before, now = declared_fields(definition_for(previous.pk)), declared_fields(definition)
-    carried = [FieldPresentation(version=version, path=row.path, label=row.label, currency=row.currency,
+    carried = [FieldPresentation(version=version, organization_id=version.organization_id, path=row.path, label=row.label, currency=row.currency,
                                  decimals=row.decimals, columns=row.columns)
                for row in FieldPresentation.objects.filter(version=previous)
                if row.path in now and row.path in before and _shape(before[row.path]) == _shape(now[row.path])]

@@ -173,6 +173,7 @@ def publish_draft(*, draft: ProcessDraft, published_by=None, actor: audit.Actor 
     last = process.versions.aggregate(last=Max("number"))["last"] or 0
     version = ProcessVersion.objects.create(
         process=process,
+        organization_id=process.organization_id,
         number=last + 1,
         content_hash=digest,
         source=draft.source,

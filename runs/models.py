@@ -218,6 +218,7 @@ class Event(models.Model):
     """An event delivered by send_event (spec §3.6), held until a wait_for consumes it."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=64)
     data = models.JSONField(null=True, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
     sent_by = models.CharField(max_length=254)
@@ -303,4 +304,5 @@ class InboxVisit(models.Model):
     """When a person last looked at their inbox: what arrived after it is "new"."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inbox_visit")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     seen_at = models.DateTimeField()

@@ -186,7 +186,8 @@ def inbox(request, identity):
 
 def _mark_seen(identity, visit, now) -> None:
     if visit is None:
-        InboxVisit.objects.get_or_create(user=identity.user, defaults={"seen_at": now})
+        InboxVisit.objects.get_or_create(user=identity.user, defaults={"seen_at": now,
+                                                                       "organization": identity.organization})
     else:  # one UPDATE, and never back in time when two tabs race
         InboxVisit.objects.filter(pk=visit.pk, seen_at__lt=now).update(seen_at=now)
 

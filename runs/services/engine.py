@@ -103,7 +103,8 @@ class RunContext:
             raise no_such_run(run_id)
         run = runs[0]
         run.organization = organization
-        return cls(run, sql.select(StepState, "run_id = %s ORDER BY id", [run.id]), now)
+        return cls(run, sql.select(StepState, "run_id = %s AND organization_id = %s ORDER BY id",
+                                   [run.id, organization.id]), now)
 
     def ensure_open(self) -> None:
         if self.run.state in ENDED_STATES:

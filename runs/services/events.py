@@ -46,7 +46,7 @@ def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None,
     if issues:
         raise invalid("the event was not delivered", issues)
     _time_out_passed_waits(ctx, name)
-    event = Event.objects.create(run=ctx.run, name=name, data=data, sent_by=identity.ref, created_at=now)
+    event = Event.objects.create(run=ctx.run, organization_id=ctx.run.organization_id, name=name, data=data, sent_by=identity.ref, created_at=now)
     waiting = ctx.waiting_for(name)
     ctx.record(EventKind.EVENT_SENT, step_id=waiting.id if waiting else None,
                data={"event": name, "eventId": event.pk, "consumedBy": waiting.id if waiting else None})

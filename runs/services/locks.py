@@ -38,7 +38,7 @@ def run_for_write(*, organization, run_id: str) -> tuple[Run, list[StepState]]:
         raise no_such_run(run_id)
     run = runs[0]
     run.organization = organization  # already loaded with the caller's identity
-    return run, _steps_of([run.id])
+    return run, _steps_of([run.id], organization.id)
 
 
 def runs_for_sweep(run_ids: list[str]) -> tuple[list[Run], dict[str, list[StepState]]]:
@@ -52,9 +52,14 @@ def runs_for_sweep(run_ids: list[str]) -> tuple[list[Run], dict[str, list[StepSt
     return runs, steps
 
 
-def _steps_of(run_ids: list[str]) -> list[StepState]:
+def _steps_of(run_ids: list[str], organization_id: int | None = None) -> list[StepState]:
+    """The steps of the runs, locked; a request names its organization (the key a sharded database
+    routes by); a sweep's batch spans organizations."""
     marks = ", ".join(["%s"] * len(run_ids))
-    return sql.select(StepState, f"run_id IN ({marks}) ORDER BY id", list(run_ids), suffix=_for_update())
+    if organization_id is None:
+        return sql.select(StepState, f"run_id IN ({marks}) ORDER BY id", list(run_ids), suffix=_for_update())
+    return sql.select(StepState, f"run_id IN ({marks}) AND organization_id = %s ORDER BY id",
+                      [*run_ids, organization_id], suffix=_for_update())
 
 
 def step_of_lease(state_id: int, generation: int | None) -> StepState | None:

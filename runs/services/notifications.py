@@ -130,7 +130,7 @@ def save_choices(*, identity, chosen: dict[str, str], now) -> list[Choice]:
     if issues:
         raise invalid("these notification choices cannot be kept", issues)
     NoticePreference.objects.bulk_create(
-        [NoticePreference(user_id=identity.user.pk, kind=kind, delivery=chosen[kind], updated_at=now) for kind in kinds],
+        [NoticePreference(user_id=identity.user.pk, organization_id=identity.organization.id, kind=kind, delivery=chosen[kind], updated_at=now) for kind in kinds],
         update_conflicts=True, unique_fields=["user", "kind"], update_fields=["delivery", "updated_at"])
     return choices_of(identity)
 
