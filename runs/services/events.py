@@ -30,12 +30,14 @@ def _time_out_passed_waits(ctx: RunContext, name: str) -> None:
 @transaction.atomic(savepoint=False)
 def send_event(*, identity: Identity, run_id: str, name: str, data: dict | None, now) -> str | None:
     """Deliver the event; returns the wait_for step that consumed it, or None when it is held."""
+    # Who may send comes first (tools.md: "forbidden otherwise"): it holds for every run id alike,
+    # so it tells nothing about which runs exist.
+    if not (identity.is_agent or identity.is_operator):
+        raise forbidden("events come from agents and operators")
     ctx = RunContext.for_write(organization=identity.organization, run_id=run_id, now=now,
                                actor=audit.Actor.of(identity))
     ensure_visible(identity, ctx.run)  # a run the caller may not see does not exist for them
     ctx.ensure_open()
-    if not (identity.is_agent or identity.is_operator):
-        raise forbidden("events come from agents and operators")
     issues = []
     if not EVENT_NAME.match(name):
         issues.append(f'name: "{name}" does not match ^[a-z][a-z0-9_-]{{0,63}}$')
