@@ -154,9 +154,13 @@ def test_send_event_is_for_agents_and_operators(publish, agent, make_person):
     publish(EVENTS)
     mira = make_person("mira@example.com")
     assert mira.error("send_event", runId=start(mira)["run"]["id"], name="paid")["code"] == "forbidden"
-    # A person who takes no part in a run: it does not exist for them (runs/visibility.py).
+    # tools.md send_event: "From an agent identity or an operator; `forbidden` otherwise." Checked
+    # before the run is looked up, so a run she takes no part in and an id that never existed answer
+    # alike (runs/visibility.py: a hidden run must not be told apart from a missing one).
     run_id = start(agent)["run"]["id"]
-    assert mira.error("send_event", runId=run_id, name="paid")["code"] == "not_found"
+    hidden = mira.error("send_event", runId=run_id, name="paid")
+    missing = mira.error("send_event", runId="r_never_existed", name="paid")
+    assert hidden == missing == {**hidden, "code": "forbidden", "message": "events come from agents and operators"}
     ops = make_person("ops@example.com", operator=True)
     assert ops.ok("send_event", runId=run_id, name="paid") == {"consumedBy": "first"}
     assert agent.ok("get_run", runId=run_id)["data"]["steps"]["first"]["by"] == "ops@example.com"
