@@ -15,6 +15,10 @@ import logging
 ACTIVITY_LOGGERS = ("agentprocess.http", "agentprocess.tools", "agentprocess.sweeps")
 
 
+# Made once: json.dumps builds an encoder per call. Compact, and any value it does not know is text.
+_encode = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False, separators=(",", ":")).encode
+
+
 def _time(record: logging.LogRecord) -> str:
     return dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -32,7 +36,7 @@ class JsonFormatter(logging.Formatter):
             line["exception"] = self.formatException(record.exc_info)
         elif record.exc_text:
             line["exception"] = record.exc_text
-        return json.dumps(line, ensure_ascii=False, default=str)
+        return _encode(line)
 
 
 class TextFormatter(logging.Formatter):
