@@ -401,6 +401,11 @@ METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
     raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters; generate one with: "
                                "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+# prometheus-client reads it from the environment itself (kernel/metrics.py); checked here so that a
+# folder that is missing or read-only stops the server at start, not every tool call's metrics.
+if (_metrics_folder := os.environ.get("PROMETHEUS_MULTIPROC_DIR")) and not (
+        os.path.isdir(_metrics_folder) and os.access(_metrics_folder, os.W_OK)):
+    raise ImproperlyConfigured(f"PROMETHEUS_MULTIPROC_DIR is not a folder this process can write: {_metrics_folder}")
 # One JSON object per line in a deployment; readable text for ./dev run (embedded) and DEBUG.
 LOG_FORMAT = env.str("LOG_FORMAT", default="text" if (DEBUG or EMBEDDED) else "json")
 if LOG_FORMAT not in ("json", "text"):

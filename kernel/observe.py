@@ -93,7 +93,7 @@ def tool_call(*, tool: str, known: bool, transport: str, identity, outcome: str,
               run_id: str | None, step_id: str | None) -> None:
     """The metrics and the line of one tool call. `known`: the tool exists (else one label for all
     names, so callers cannot make series at will)."""
-    metrics.tool_call(tool if known else metrics.UNKNOWN_TOOL, transport, outcome, seconds)
+    _count(metrics.tool_call, tool if known else metrics.UNKNOWN_TOOL, transport, outcome, seconds)
     if tool_log.isEnabledFor(logging.INFO):
         _write(tool_log, "tool call", {
             "event": "tool_call", "request_id": _request_id.get(), "tool": tool if known else tool[:64],
@@ -118,7 +118,7 @@ def swept(kind: str, items: Callable[[object], int] = int):
             result = function(*args, **kwargs)
             seconds = time.perf_counter() - started
             handled = items(result)
-            metrics.sweep(kind, handled, seconds)
+            _count(metrics.sweep, kind, handled, seconds)
             _write(sweep_log, "sweep", {"event": "sweep", "kind": kind, "items": handled,
                                         "duration_ms": round(seconds * 1000, 2)})
             return result
@@ -127,4 +127,13 @@ def swept(kind: str, items: Callable[[object], int] = int):
 
 
 def evaluator_call(*, failed: bool) -> None:
-    metrics.evaluator_call(failed=failed)
+    _count(metrics.evaluator_call, failed=failed)
+
+
+def _count(record: Callable, *args, **kwargs) -> None:
+    """A metric that cannot be written (its folder full or gone) is lost, never the call or sweep
+    it counts."""
+    try:
+        record(*args, **kwargs)
+    except Exception:  # noqa: BLE001
+        logging.getLogger(__name__).exception("a metric could not be recorded")

@@ -90,6 +90,8 @@ def test_metrics_allow_replaces_loopback_with_its_addresses_and_networks(transac
      "METRICS_ALLOW lists addresses or networks (127.0.0.1, 10.0.0.0/8, ::1): "
      "'prometheus.internal' does not appear to be an IPv4 or IPv6 network"),
     ({"METRICS_TOKEN": "short"}, "METRICS_TOKEN must be at least 16 characters"),
+    ({"PROMETHEUS_MULTIPROC_DIR": "/nonexistent/metrics"},
+     "PROMETHEUS_MULTIPROC_DIR is not a folder this process can write: /nonexistent/metrics"),
 ])
 def test_a_malformed_metrics_setting_stops_the_server_at_start(environment, message):
     started = run_django("print('started')", environment)
