@@ -211,7 +211,8 @@ def _target(arguments, envelope: dict, facts: dict) -> tuple[str | None, str | N
     run_id, step_id = named.get("runId"), named.get("stepId")
     if not isinstance(run_id, str):
         run_id = facts.get("run_id")
-        if run_id is None and envelope["ok"] and isinstance(run := envelope["data"].get("run"), dict):
+        data = envelope.get("data")
+        if run_id is None and isinstance(data, dict) and isinstance(run := data.get("run"), dict):
             run_id = run.get("id")
     if not isinstance(step_id, str):
         step_id = facts.get("step_id")
