@@ -14,13 +14,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentprocess.settings")
 # Set Django up before importing anything that touches models.
 django_app = get_asgi_application()
 
+from api.http_log import with_request_log  # noqa: E402
 from api.mcp import MCP_PATH, build_mcp_app  # noqa: E402
 from api.rest_asgi import rest_tool_app, tool_of  # noqa: E402
 
 mcp_app = build_mcp_app()
 
 
-async def application(scope, receive, send):
+async def dispatch(scope, receive, send):
     """A plain dispatcher rather than a Starlette Mount: a Mount would redirect /mcp to /mcp/ and
     skip the MCP app's lifespan. /.well-known/oauth-protected-resource/mcp stays with Django."""
     if scope["type"] == "lifespan":
@@ -32,3 +33,7 @@ async def application(scope, receive, send):
     if tool is not None:  # the agents' hot path, without Django's request machinery
         return await rest_tool_app(scope, receive, send, tool)
     return await django_app(scope, receive, send)
+
+
+# Every HTTP request: a request id (X-Request-ID) and one log line, whichever route answers it.
+application = with_request_log(dispatch)

@@ -90,6 +90,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz, /readyz, /metrics: before the https redirect, the host check and sessions, which a
+    # load balancer or Prometheus calling the web host by its address could not pass (api/health.py).
+    "api.health.HealthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -380,9 +383,35 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
-}
+# --- health, metrics and logs (issue 22; README "Health, metrics and logs") ------------------------
+def _networks(entries: list[str]) -> tuple:
+    import ipaddress
+
+    try:
+        return tuple(ipaddress.ip_network(entry.strip(), strict=False) for entry in entries if entry.strip())
+    except ValueError as error:
+        raise ImproperlyConfigured(f"METRICS_ALLOW lists addresses or networks (127.0.0.1, 10.0.0.0/8, ::1): "
+                                   f"{error}") from error
+
+
+# Who may read /metrics besides a METRICS_TOKEN bearer: None is the default, loopback connected
+# directly; set, exactly these addresses and networks (empty: nobody without the token).
+METRICS_ALLOW = _networks(env.list("METRICS_ALLOW")) if "METRICS_ALLOW" in os.environ else None
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters; generate one with: "
+                               "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+# prometheus-client reads it from the environment itself (kernel/metrics.py); checked here so that a
+# folder that is missing or read-only stops the server at start, not every tool call's metrics.
+if (_metrics_folder := os.environ.get("PROMETHEUS_MULTIPROC_DIR")) and not (
+        os.path.isdir(_metrics_folder) and os.access(_metrics_folder, os.W_OK)):
+    raise ImproperlyConfigured(f"PROMETHEUS_MULTIPROC_DIR is not a folder this process can write: {_metrics_folder}")
+# One JSON object per line in a deployment; readable text for ./dev run (embedded) and DEBUG.
+LOG_FORMAT = env.str("LOG_FORMAT", default="text" if (DEBUG or EMBEDDED) else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LOG_FORMAT is json or text, not {LOG_FORMAT!r}")
+from kernel.logs import configuration as _log_configuration  # noqa: E402 - no Django import in it
+
+LOGGING = _log_configuration(LOG_FORMAT, env.str("LOG_LEVEL", default="WARNING"))
+# The Celery worker keeps these handlers and formats (its --loglevel still sets the level).
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False

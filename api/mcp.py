@@ -122,7 +122,7 @@ async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPara
         envelope = NO_CREDENTIAL
     else:
         # On a tool thread with its own DB connection, framed like a request (api.threads).
-        envelope = await run_sync(origin.within, origin.of_scope(ctx.request.scope), tools.call_tool, identity,
+        envelope = await run_sync(origin.within, origin.of_scope(ctx.request.scope), _call_over_mcp, identity,
                                   params.name, params.arguments or {})
     # The SDK's result model cannot carry an exact number: its structured content gets the nearest
     # double, the JSON text beside it keeps every digit (kernel/jsonio.py).
@@ -167,10 +167,14 @@ def transport_security() -> TransportSecuritySettings:
     )
 
 
+def _call_over_mcp(identity: Identity, name: str, arguments: dict) -> dict:
+    return tools.call_tool(identity, name, arguments, transport="mcp")
+
+
 def _authenticated_call(authorization: str | None, name: str, arguments: dict) -> dict | None:
     """On a tool thread: authenticate, then run the tool; None when the credential is refused."""
     identity = authenticate(authorization)
-    return None if identity is None else tools.call_tool(identity, name, arguments)
+    return None if identity is None else _call_over_mcp(identity, name, arguments)
 
 
 async def _read_body(receive, limit: int) -> tuple[list[bytes] | None, bool]:

@@ -85,7 +85,7 @@ def answer(identity: Identity, content_type: str | None, tool: str, body: bytes)
         return HTTP_STATUS["invalid"], TOO_DEEP, {}
     except (ValueError, UnicodeDecodeError):
         return HTTP_STATUS["invalid"], NOT_JSON, {}
-    envelope = call_tool(identity, tool, arguments)
+    envelope = call_tool(identity, tool, arguments, transport="rest")
     return (200 if envelope["ok"] else HTTP_STATUS[envelope["error"]["code"]]), envelope, {}
 
 

@@ -14,17 +14,21 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections
 
+from kernel import observe
+
 _executor = ThreadPoolExecutor(max_workers=int(os.environ.get("TOOL_THREADS", "4")), thread_name_prefix="tools")
 
 
-def _framed(function, args):
+def _framed(function, args, request_id):
     close_old_connections()
     try:
-        return function(*args)
+        with observe.serving_request(request_id):  # the thread's lines carry the request's id
+            return function(*args)
     finally:
         close_old_connections()
 
 
 async def run_sync(function, *args):
     """Run `function(*args)` on a tool thread and await its result."""
-    return await asyncio.get_running_loop().run_in_executor(_executor, _framed, function, args)
+    return await asyncio.get_running_loop().run_in_executor(_executor, _framed, function, args,
+                                                            observe.current_request_id())

@@ -1,8 +1,8 @@
 """The import contract (DESIGN.md "The inside"; issue 12): a layer imports only the layers below it.
 
     project      agentprocess/  settings, urls, asgi, wsgi, celery (nothing imports it)
-    transports   api/ (REST, MCP, auth, hosts, OpenAPI, OAuth views), workqueue/, and every admin,
-                 management command, Celery task, view, URL conf and template tag module
+    transports   api/ (REST, MCP, auth, hosts, OpenAPI, OAuth views, health, the request log), workqueue/,
+                 and every admin, management command, Celery task, view, URL conf and template tag module
     tools        api/tools/  (no model imports: a tool calls a service and presents its result)
     services     runs/services/, runs' selectors, presenters and visibility, processes/ (parse, validate,
                  compile, publish, maps)
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agentprocess", "kernel", "api", "processes", "runs", "workqueue")
 LAYERS = ("kernel", "services", "tools", "transports", "project")
 TRANSPORT_MODULES = re.compile(
-    r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth)|workqueue)(\.|$)"
+    r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
 KERNEL_MODULES = re.compile(r"^kernel(\.|$)|^runs$|^(runs|processes)\.(apps|models|ids|migrations)(\.|$)")
 SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)")

@@ -10,6 +10,7 @@ turns everything into the spec's envelope.
 import json
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,7 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError, DataError, OperationalError
 from jsonschema import Draft202012Validator
 
-from kernel import clock, jsonio
+from kernel import clock, jsonio, observe
 from kernel.capabilities import offered_tools
 from kernel.errors import ToolError, invalid, not_found, retry
 from kernel.identity import Identity
@@ -187,8 +188,38 @@ def schema_issues(name: str, arguments) -> list[str]:
     return sorted(issues + value_issues)
 
 
-def call_tool(identity: Identity, name: str, arguments) -> dict:
-    """Run one tool call for an authenticated identity and return the envelope. Never raises."""
+def call_tool(identity: Identity, name: str, arguments, *, transport: str = "browser") -> dict:
+    """Run one tool call for an authenticated identity and return the envelope. Never raises.
+
+    Every call of every transport passes here (`transport`: rest, mcp, or browser for the inbox's
+    calls in process), so this is where each is counted and logged (kernel/observe.py)."""
+    started = time.perf_counter()
+    with observe.tool_call_facts() as facts:
+        envelope = _answer(identity, name, arguments)
+    seconds = time.perf_counter() - started
+    run_id, step_id = _target(arguments, envelope, facts)
+    observe.tool_call(tool=name, known=name in TOOLS, transport=transport, identity=identity,
+                      outcome="ok" if envelope["ok"] else envelope["error"]["code"], seconds=seconds,
+                      run_id=run_id, step_id=step_id)
+    return envelope
+
+
+def _target(arguments, envelope: dict, facts: dict) -> tuple[str | None, str | None]:
+    """The run and step a call was about, for its log line: named in the arguments, said by a
+    lease token that verified, or the run a call started."""
+    named = arguments if isinstance(arguments, dict) else {}
+    run_id, step_id = named.get("runId"), named.get("stepId")
+    if not isinstance(run_id, str):
+        run_id = facts.get("run_id")
+        data = envelope.get("data")
+        if run_id is None and isinstance(data, dict) and isinstance(run := data.get("run"), dict):
+            run_id = run.get("id")
+    if not isinstance(step_id, str):
+        step_id = facts.get("step_id")
+    return run_id, step_id
+
+
+def _answer(identity: Identity, name: str, arguments) -> dict:
     try:
         found = TOOLS.get(name)
         if found is None or name not in offered_tools():

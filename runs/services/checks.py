@@ -7,7 +7,7 @@ This module turns a step's `check:` into questions, shows the evaluator what §2
 
 from django.conf import settings
 
-from kernel import jsonio
+from kernel import jsonio, observe
 from kernel.clock import iso
 from kernel.errors import ErrorCode, ToolError
 from processes.definition import StepDef
@@ -56,6 +56,17 @@ def material(*, step: StepDef, body: str, inputs: dict, steps: dict, oldest_firs
 
 
 def _ask(evaluator, question: dict, text: str) -> Answer:
+    """One question put to the evaluator, counted (agentprocess_check_evaluator_calls, _failures)."""
+    try:
+        answer = _put(evaluator, question, text)
+    except Exception:
+        observe.evaluator_call(failed=True)
+        raise
+    observe.evaluator_call(failed=False)
+    return answer
+
+
+def _put(evaluator, question: dict, text: str) -> Answer:
     kind = kind_of(question)
     if kind == "yes_no":
         return evaluator.yes_no(text, question["ask"])

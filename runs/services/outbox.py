@@ -19,7 +19,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F
 
-from kernel import audit
+from kernel import audit, observe
 from kernel.models import EventKind
 
 from ..models import Notice
@@ -42,6 +42,7 @@ def queue(notices: list[Notice]) -> None:
         Notice.objects.bulk_create(notices)
 
 
+@observe.swept("notices", items=sum)
 def send_due(now: dt.datetime) -> tuple[int, int]:
     """Fan out the events whose time came, then send every person's due notices as one mail each;
     (mails sent, mails failed) of this pass."""

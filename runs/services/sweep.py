@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 
-from kernel import audit, clock, sql
+from kernel import audit, clock, observe, sql
 from kernel.models import EventKind, Organization
 from kernel.organizations import organization_by_id
 
@@ -57,6 +57,7 @@ def sweep(now: dt.datetime, *, orphan_files: bool = False) -> SweepReport:
     return report
 
 
+@observe.swept("leases")
 def sweep_leases(now: dt.datetime) -> int:
     """Lapsed claims go back to `ready`, keeping the last progress note for the next claimant's
     handoff — what engine.effective_handoff shows for a lapsed claim before any sweep (every call
@@ -91,6 +92,7 @@ def sweep_leases(now: dt.datetime) -> int:
             return released
 
 
+@observe.swept("timers")
 def sweep_timers(now: dt.datetime) -> int:
     """Waits whose time came: `wait` and `wait_until` continue, a `wait_for` times out.
     A batch of runs per transaction: locked together (SKIP LOCKED, so a concurrent sweep takes
@@ -130,6 +132,7 @@ def _fire_batch(due: list[tuple[str, int, str]], now: dt.datetime) -> int:
     return fired
 
 
+@observe.swept("dues", items=lambda result: result[0])
 def sweep_dues(now: dt.datetime) -> tuple[int, list[OverdueNotice]]:
     """Each `due` crossing is marked once and notified once (never for a test run)."""
     crossings = 0
@@ -156,6 +159,7 @@ def sweep_dues(now: dt.datetime) -> tuple[int, list[OverdueNotice]]:
 
 
 
+@observe.swept("orphan_files")
 def sweep_orphan_files(now: dt.datetime) -> int:
     """Remove stored files that no upload row refers to, older than ORPHAN_FILE_AGE: bytes a
     crash left between storing them and committing their row. Each removal is in the audit log

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import jwt
 from django.conf import settings
 
+from kernel import observe
 from kernel.errors import invalid
 
 ISSUER = "agentprocess"
@@ -62,7 +63,7 @@ def verify(token: str) -> LeaseClaim:
             issuer=ISSUER,
             options={"verify_exp": False, "require": ["run", "step", "gen", "org", "sub"]},
         )
-        return LeaseClaim(
+        claim = LeaseClaim(
             organization_id=int(payload["org"]),
             run_id=str(payload["run"]),
             step_id=str(payload["step"]),
@@ -72,3 +73,5 @@ def verify(token: str) -> LeaseClaim:
         )
     except (jwt.PyJWTError, ValueError, TypeError) as error:
         raise invalid("the token does not verify", ["token: does not verify"]) from error
+    observe.note_target(run_id=claim.run_id, step_id=claim.step_id)  # the call's log line names them
+    return claim
