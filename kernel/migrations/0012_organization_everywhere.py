@@ -7,18 +7,19 @@ from django.db import migrations, models
 
 
 def backfill(apps, schema_editor):
+    db = schema_editor.connection.alias  # the migrating role's connection (MIGRATION_DATABASE_URL)
     AgentApplication = apps.get_model("agentprocess", "AgentApplication")
     Member = apps.get_model("agentprocess", "Member")
-    for link in AgentApplication.objects.select_related("agent"):
-        AgentApplication.objects.filter(pk=link.pk).update(organization_id=link.agent.organization_id)
-    organization_of = dict(Member.objects.values_list("user_id", "organization_id"))
+    for link in AgentApplication.objects.using(db).select_related("agent"):
+        AgentApplication.objects.using(db).filter(pk=link.pk).update(organization_id=link.agent.organization_id)
+    organization_of = dict(Member.objects.using(db).values_list("user_id", "organization_id"))
     for name in ("NoticePreference", "PageSettings"):
         model = apps.get_model("agentprocess", name)
-        for row in model.objects.all():
+        for row in model.objects.using(db).all():
             if row.user_id in organization_of:
-                model.objects.filter(pk=row.pk).update(organization_id=organization_of[row.user_id])
+                model.objects.using(db).filter(pk=row.pk).update(organization_id=organization_of[row.user_id])
             else:
-                model.objects.filter(pk=row.pk).delete()
+                model.objects.using(db).filter(pk=row.pk).delete()
 
 
 def field(null: bool):

@@ -7,12 +7,13 @@ from django.db import migrations, models
 
 
 def backfill(apps, schema_editor):
+    db = schema_editor.connection.alias  # the migrating role's connection (MIGRATION_DATABASE_URL)
     Process = apps.get_model("processes", "Process")
     ProcessVersion = apps.get_model("processes", "ProcessVersion")
     FieldPresentation = apps.get_model("processes", "FieldPresentation")
-    for process_id, organization_id in Process.objects.values_list("pk", "organization_id"):
-        ProcessVersion.objects.filter(process_id=process_id).update(organization_id=organization_id)
-        FieldPresentation.objects.filter(version__process_id=process_id).update(organization_id=organization_id)
+    for process_id, organization_id in Process.objects.using(db).values_list("pk", "organization_id"):
+        ProcessVersion.objects.using(db).filter(process_id=process_id).update(organization_id=organization_id)
+        FieldPresentation.objects.using(db).filter(version__process_id=process_id).update(organization_id=organization_id)
 
 
 class Migration(migrations.Migration):

@@ -6,18 +6,19 @@ from django.db import migrations, models
 
 
 def backfill(apps, schema_editor):
+    db = schema_editor.connection.alias  # the migrating role's connection (MIGRATION_DATABASE_URL)
     Run = apps.get_model("runs", "Run")
     Event = apps.get_model("runs", "Event")
     InboxVisit = apps.get_model("runs", "InboxVisit")
     Member = apps.get_model("agentprocess", "Member")
-    for organization_id in Run.objects.values_list("organization_id", flat=True).distinct():
-        Event.objects.filter(run__organization_id=organization_id).update(organization_id=organization_id)
-    organization_of = dict(Member.objects.values_list("user_id", "organization_id"))
-    for visit in InboxVisit.objects.all():
+    for organization_id in Run.objects.using(db).values_list("organization_id", flat=True).distinct():
+        Event.objects.using(db).filter(run__organization_id=organization_id).update(organization_id=organization_id)
+    organization_of = dict(Member.objects.using(db).values_list("user_id", "organization_id"))
+    for visit in InboxVisit.objects.using(db).all():
         if visit.user_id in organization_of:
-            InboxVisit.objects.filter(pk=visit.pk).update(organization_id=organization_of[visit.user_id])
+            InboxVisit.objects.using(db).filter(pk=visit.pk).update(organization_id=organization_of[visit.user_id])
         else:
-            InboxVisit.objects.filter(pk=visit.pk).delete()
+            InboxVisit.objects.using(db).filter(pk=visit.pk).delete()
 
 
 def field(null: bool):
