@@ -129,6 +129,12 @@ class _TableCheck:
             raw = json.loads(line)
             if not isinstance(raw, dict):
                 raise ValueError("not an object")
+            key = raw.get(self.pk)
+            if self.integer_pk:  # the range first: a refused row is not also a missing one
+                if not isinstance(key, int) or isinstance(key, bool):
+                    raise ValueError(f"id {key!r} is not a number")
+                self.low = key if self.low is None else min(self.low, key)
+                self.high = key if self.high is None else max(self.high, key)
             unknown = set(raw) - self.required - self.optional  # never a staff or superuser flag
             missing = self.required - set(raw)
             if unknown or missing:
@@ -141,14 +147,7 @@ class _TableCheck:
             self.issue(f"line {number}: not a row ({error})")
             return
         self.with_password += "password" in raw and self.table.label in SECRET_COLUMNS
-        key = values[self.pk]
-        if self.integer_pk:
-            if not isinstance(key, int):
-                self.issue(f"line {number}: id {key!r} is not a number")
-                return
-            self.low = key if self.low is None else min(self.low, key)
-            self.high = key if self.high is None else max(self.high, key)
-        elif self.model in PUBLIC_IDS:
+        if self.model in PUBLIC_IDS:
             self.public_ids.append(key)
             if len(self.public_ids) >= INSERT_BATCH:
                 self.flush_ids()

@@ -254,3 +254,10 @@ def stored_file_hashes(slug: str) -> dict[str, tuple[str, str]]:
         with upload.file.open("rb") as stored:
             hashes[upload.id] = (hashlib.sha256(stored.read()).hexdigest(), upload.sha256)
     return hashes
+
+
+def table_rows() -> dict[str, int]:
+    """Rows of every table an archive carries, whatever their organization."""
+    from runs.services.backup import tables
+
+    return {table.label: table.model._base_manager.count() for table in tables()}
