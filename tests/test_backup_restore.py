@@ -154,7 +154,8 @@ def test_restore_into_an_empty_server_answers_get_run_the_same(acme, settings, t
     report = backup_org._file(agent, "after.txt", "Restored and screened.\n")
     view = backup_org.do_agent_step(agent, started.id, "screen", {"cleared": True}, evidence=[report])
     assert [step["state"] for step in view["steps"]][:2] == ["done", "waiting"]
-    new_run = agent.ok("start_run", process="evidence-review", inputs={"vendorName": "After", "amount": 1})
+    new_run = agent.ok("start_run", process="evidence-review", inputs={"vendorName": "After", "amount": 1,
+                                                                      "dossier": report["ref"]})
     assert StepState.objects.filter(run_id=new_run["run"]["id"]).order_by("id").first().id > highest_state
     record = next(record for record in IdempotencyRecord.objects.filter(tool="start_run")
                   if record.result["run"]["id"] == org.run_ids[0])
@@ -357,6 +358,22 @@ def test_an_archive_is_readable_by_its_owner_only_and_lists_its_members(small):
     assert manifest["organization"]["slug"] == "acme" and manifest["passwordHashes"] is False
     assert b"password" not in members["rows/auth_user.jsonl"] and b"apt_" not in b"".join(members.values())
     assert manifest["counts"]["rows/runs_run.jsonl"] == len(backup_org.STAGES)
+
+
+def test_password_hashes_travel_only_when_asked(small, settings, tmp_path):
+    """--password-hashes carries them (people sign in as before); without it people choose a new
+    password (tested above: no usable password after a restore)."""
+    from django.contrib.auth import get_user_model
+
+    org, _ = small
+    archive = tmp_path / "with-passwords.tar"
+    code, out, _err = run_command("backup_org", "acme", str(archive), "--password-hashes")
+    assert code == 0 and "password hashes" not in out.split("not carried: ", 1)[1]
+    assert json.loads(members_of(archive)["manifest.json"])["passwordHashes"] is True
+    empty_server(settings, tmp_path)
+    assert run_command("restore_org", str(archive))[0] == 0
+    person = get_user_model().objects.get(email=org.clerk.name)
+    assert person.check_password("pw-restored-1") and not person.is_superuser
 
 
 # --- a second server: another database, another storage backend, in another process ----------
