@@ -58,8 +58,9 @@ def _set(model, value: int) -> None:
     except ProgrammingError as error:
         if not isinstance(error.__cause__, psycopg.errors.InsufficientPrivilege):
             raise
+        why = error.__cause__.diag.message_primary
         raise SequenceRefused(
-            f"{model._meta.db_table}: the database role may not move the id sequence ({error.__cause__.diag.message_primary}); "
+            f"{model._meta.db_table}: the database role may not move the id sequence ({why}); "
             "run the command with MIGRATION_DATABASE_URL set to the schema owner's role, as for migrate") from error
 
 

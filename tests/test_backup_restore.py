@@ -219,7 +219,8 @@ def rewrite(archive: Path, members: dict[str, bytes], *, rehash: bool = False) -
             manifest["members"][name] = {"sha256": hashlib.sha256(members[name]).hexdigest(),
                                          "bytes": len(members[name])}
         members["manifest.json"] = json.dumps(manifest).encode()
-        members["manifest.json.sha256"] = f"{hashlib.sha256(members['manifest.json']).hexdigest()}  manifest.json\n".encode()
+        digest = hashlib.sha256(members["manifest.json"]).hexdigest()
+        members["manifest.json.sha256"] = f"{digest}  manifest.json\n".encode()
     changed = archive.with_name(f"changed-{archive.name}")
     with tarfile.open(changed, "w:gz") as tar:
         for name, content in members.items():
@@ -278,8 +279,10 @@ def test_content_hashes_are_verified_even_when_the_member_hashes_agree(small, se
                                      "rows/processes_processversion.jsonl": versions,
                                      "rows/auth_user.jsonl": users}, rehash=True), media) == (
         "rows/auth_user.jsonl: line 1: unknown column is_superuser\n"
-        "rows/processes_processversion.jsonl: line 1: version 1 of process 1: its content hash does not match its text\n"
-        "rows/processes_processversion.jsonl: line 2: version 2 of process 1: its content hash does not match its text\n"
+        "rows/processes_processversion.jsonl: line 1: version 1 of evidence-review: its content hash does not match "
+        "its text\n"
+        "rows/processes_processversion.jsonl: line 2: version 2 of evidence-review: its content hash does not match "
+        "its text\n"
         f"rows/runs_run.jsonl: line {index + 1}: run {changed_run['id']}: its snapshot does not match its run data\n")
 
 
@@ -385,8 +388,9 @@ def probe(archive: Path, env: dict, *options: str) -> dict | None:
     result = subprocess.run(
         [sys.executable, "-m", "tests.support.restore_probe", str(archive), "--slug", "acme", "--at", AT.isoformat(),
          *options],
-        cwd=ROOT, env={**os.environ, "CACHE_URL": "locmem", "DJANGO_SETTINGS_MODULE": "tests.support.memory_storage_settings",
-                       **env}, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, env={**os.environ, "CACHE_URL": "locmem",
+                       "DJANGO_SETTINGS_MODULE": "tests.support.memory_storage_settings", **env},
+        capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return jsonio.loads(result.stdout.splitlines()[-1]) if result.stdout.strip() else None
 

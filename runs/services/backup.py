@@ -11,7 +11,7 @@ The archive is a tar file (gzip-compressed when its name ends in .gz or .tgz) of
                           SHA-256 and size of every member above
     manifest.json.sha256  the SHA-256 of manifest.json
 
-`TABLES` names every table carried, in the order they are written and restored; `LEFT_OUT` every
+`tables()` names every table carried, in the order they are written and restored; `LEFT_OUT` every
 organization-owned table deliberately not carried, and why. A model of ours that is in neither
 makes `undecided_models` name it (tests/test_backup_restore.py, and the command refuses), so a new
 table cannot silently fall out of backups. Nothing is held in memory beyond one row or one file
@@ -354,8 +354,9 @@ def backup_organization(*, slug: str, path: Path, password_hashes: bool = False,
                 "format": FORMAT,
                 "formatVersion": FORMAT_VERSION,
                 "createdAt": now.astimezone(dt.UTC).isoformat(),
-                "server": {"protocol": f"{capabilities.PROTOCOL} {capabilities.VERSION}", "django": django.get_version(),
-                           "database": connection.vendor, "migrations": migration_state()},
+                "server": {"protocol": f"{capabilities.PROTOCOL} {capabilities.VERSION}",
+                           "django": django.get_version(), "database": connection.vendor,
+                           "migrations": migration_state()},
                 "organization": {"id": organization.id, "slug": organization.slug, "name": organization.name},
                 "counts": {**counts, "files": files},
                 "passwordHashes": password_hashes,

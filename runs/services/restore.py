@@ -37,7 +37,7 @@ from django.db.models.functions import Lower
 from kernel import audit, sequences
 from kernel.models import EventKind, Organization
 from processes.hashing import content_hash
-from processes.models import ProcessVersion
+from processes.models import Process, ProcessVersion
 from processes.parsing import parse_process_file
 
 from ..models import Run, Upload, WorkItem, upload_path
@@ -123,7 +123,7 @@ class _TableCheck:
         if len(self.issues) < ISSUES_PER_MEMBER:
             self.issues.append(f"{self.table.member}: {text}")
 
-    def row(self, number: int, line: bytes, file_hashes: set[str]) -> None:
+    def row(self, number: int, line: bytes, seen: "_Seen") -> None:
         self.rows += 1
         try:
             raw = json.loads(line)
@@ -157,18 +157,21 @@ class _TableCheck:
             if column.is_relation and name != "organization_id" and isinstance(values.get(name), int):
                 bounds = self.references.setdefault(name, [values[name], values[name]])
                 bounds[0], bounds[1] = min(bounds[0], values[name]), max(bounds[1], values[name])
-        self.content(number, values, file_hashes)
+        self.content(number, values, seen)
 
-    def content(self, number: int, values: dict, file_hashes: set[str]) -> None:
+    def content(self, number: int, values: dict, seen: "_Seen") -> None:
         if self.model is Run and values["snapshot"] != rundata.snapshot_of(values["inputs"], values["steps_data"]):
             self.issue(f"line {number}: run {values['id']}: its snapshot does not match its run data")
+        elif self.model is Process:
+            seen.processes[values["id"]] = values["name"]
         elif self.model is ProcessVersion:
             parsed = parse_process_file(values["source"])
             if parsed.frontmatter is None or content_hash(parsed.frontmatter, parsed.body) != values["content_hash"] \
                     or content_hash(values["frontmatter"], values["body"]) != values["content_hash"]:
-                self.issue(f"line {number}: version {values['number']} of process {values['process_id']}: "
-                           "its content hash does not match its text")
-        elif self.model is Upload and values["sha256"] not in file_hashes:
+                process = seen.processes.get(values["process_id"], f"process {values['process_id']}")
+                self.issue(f"line {number}: version {values['number']} of {process}: its content hash does not match "
+                           "its text")
+        elif self.model is Upload and values["sha256"] not in seen.file_hashes:
             self.issue(f"line {number}: upload {values['id']}: no {FILES}{values['sha256']} in the archive")
         elif self.model is get_user_model():
             self.names += [("account", values["username"]), ("email", values["email"])]
@@ -183,11 +186,18 @@ class _TableCheck:
 
 
 @dataclass
+class _Seen:
+    """What earlier members told pass 1 that later ones are checked against."""
+
+    file_hashes: set[str] = field(default_factory=set)  # files/<sha256> whose bytes hash to their name
+    processes: dict[int, str] = field(default_factory=dict)  # process id -> name
+
+
+@dataclass
 class Verified:
     manifest: dict
     manifest_sha256: str
     checks: dict[str, _TableCheck]
-    file_hashes: set[str]
 
     @property
     def organization(self) -> dict:
@@ -210,7 +220,7 @@ def verify_archive(path: Path) -> Verified:
     found: dict[str, tuple[str, int]] = {}
     issues: list[str] = []
     manifest_bytes = manifest_hash = None
-    file_hashes: set[str] = set()
+    seen = _Seen()
     tar = _open(path)
     try:
         with tar:
@@ -229,11 +239,11 @@ def verify_archive(path: Path) -> Verified:
                 elif name.startswith(FILES) and SHA256.match(name[len(FILES):]):
                     found[name] = _hash_stream(stream)
                     if found[name][0] == name[len(FILES):]:
-                        file_hashes.add(found[name][0])
+                        seen.file_hashes.add(found[name][0])
                 elif name in checks:
                     sha256, check = hashlib.sha256(), checks[name]
                     for number, line in enumerate(_lines(stream, sha256), 1):
-                        check.row(number, line, file_hashes)
+                        check.row(number, line, seen)
                     check.flush_ids()
                     found[name] = (sha256.hexdigest(), member.size)
                 else:
@@ -251,7 +261,7 @@ def verify_archive(path: Path) -> Verified:
     issues += _server_issues(manifest, checks)
     if issues:
         raise RestoreRefused(issues)
-    return Verified(manifest=manifest, manifest_sha256=manifest_hash, checks=checks, file_hashes=file_hashes)
+    return Verified(manifest=manifest, manifest_sha256=manifest_hash, checks=checks)
 
 
 def _manifest(content: bytes | None, recorded_hash: str | None, issues: list[str]) -> dict:
@@ -349,7 +359,8 @@ def _server_issues(manifest: dict, checks: dict[str, _TableCheck]) -> list[str]:
     issues += [f'group "{name}": already exists on this server (group names are shared by every organization)'
                for name in sorted(Group.objects.filter(name__in=groups).values_list("name", flat=True))]
     for check in checks.values():
-        issues += [f"{check.model._meta.verbose_name} {key}: this id already exists on this server" for key in check.taken]
+        issues += [f"{check.model._meta.verbose_name} {key}: this id already exists on this server"
+                   for key in check.taken]
     return issues
 
 

@@ -32,8 +32,9 @@ class Command(BaseCommand):
                           f"({done.files_written} written), {done.versions_verified} process versions' content "
                           f"hashes, {done.runs_verified} runs' snapshots")
         if done.shifted:
-            self.stdout.write("ids shifted past this server's own (public ids of runs, work items and uploads are "
-                              "kept): " + ", ".join(f"{table} +{offset}" for table, offset in sorted(done.shifted.items())))
+            shifted = ", ".join(f"{table} +{offset}" for table, offset in sorted(done.shifted.items()))
+            self.stdout.write(f"ids shifted past this server's own (public ids of runs, work items and uploads are "
+                              f"kept): {shifted}")
         self.stdout.write("to do: issue new API tokens (create_identity, the Tokens page) and register agents' OAuth "
                           "clients again" + ("" if done.password_hashes else
                                              "; people choose a password through 'Forgot your password?'"))
