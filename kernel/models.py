@@ -185,6 +185,8 @@ class EventKind(models.TextChoices):
     PERSON_ADDED = "person_added", "Person added"
     PERSON_CHANGED = "person_changed", "Person's groups or operator flag changed"
     FIELD_PRESENTATION = "field_presentation", "How a field is shown"
+    ORGANIZATION_BACKED_UP = "organization_backed_up", "Organization backed up"
+    ORGANIZATION_RESTORED = "organization_restored", "Organization restored from a backup"
 
 
 class AuditEvent(models.Model):

@@ -27,7 +27,12 @@ Not runnable, each marked `<!-- not runnable: why -->` in the README:
 - deploying on PostgreSQL + Redis: it needs a production database, Redis, a mail server and a real
   `SECRET_KEY`, and starts long-running services (`./dev run` and this test cover the same commands
   on embedded defaults);
-- benchmarks (`bench/run`): 3 to 10 minutes, and each creates its own PostgreSQL database.
+- benchmarks (`bench/run`): 3 to 10 minutes, and each creates its own PostgreSQL database;
+- backing up the whole server (`pg_dump`, `pg_restore`): it needs a production PostgreSQL with the
+  two roles and a backup host.
+
+The reader's terminal and the server share the files folder (`MEDIA_ROOT`), as `./dev run`'s do
+(`var/uploads`): the restore drill backs up the files the blocks before it uploaded.
 """
 
 import os
@@ -69,6 +74,10 @@ EXPECTED_OUTPUT = {
     "conformance-quick-start": [r"^describe +\d+ +pass ", r"^identities +\d+ +pass ",
                                 r"^\d+ scenarios over mcp, \d+ checks, \d+ calls in [\d.]+ s: all passed$"],
     "audit-export": [r'"kind":"decided","actor":\{"kind":"person","ref":"fin@example.com"\}'],
+    "backup-restore-drill": [r"^backed up organization default to backup-default.tar.gz in [\d.]+ s: \d+ files",
+                             r"^restored organization default from backup-default.tar.gz in [\d.]+ s$",
+                             r"^verified: (\d+) stored files against their uploads' SHA-256 \(\1 written\), \d+ "
+                             r"process versions' content hashes, \d+ runs' snapshots$"],
 }
 # Files a block writes (relative to the working directory) and what must be in them.
 EXPECTED_FILES = {
@@ -147,7 +156,7 @@ def test_every_code_block_of_the_readme_is_marked():
     assert len(names) == len(set(names)), names
     assert set(names) == set(EXPECTED_OUTPUT), "every runnable block has its expected output here, and only those"
     assert set(EXPECTED_FILES) <= set(names)
-    assert len(marked.not_runnable) == 3, marked.not_runnable  # set-up, deploying, benchmarks (the docstring)
+    assert len(marked.not_runnable) == 4, marked.not_runnable  # set-up, deploying, benchmarks, pg_dump (the docstring)
     hard_coded = [(block.name, line) for block in marked.runnable for line in block.text.splitlines()
                   if SERVES_AT in line and line.split("#")[0].strip() != URL_LINE]
     assert hard_coded == [], f"name the server as $AGENTPROCESS_URL in runnable blocks: {hard_coded}"
@@ -215,6 +224,7 @@ def test_the_readme_runs_as_written(transactional_db, tmp_path):
 
     server_dir = tmp_path / "server"
     server_dir.mkdir()
+    env.update(MEDIA_ROOT=str(server_dir / "media"))  # the live server's (tests/support/live.py)
     with start_live_server(db_url, server_dir) as server:
         for block in marked.runnable:
             began = time.monotonic()

@@ -3,9 +3,10 @@ goes through an Upload's `file`). Names are content addresses within an organiza
 (runs.models.upload_path), so a name always holds the same bytes."""
 
 import datetime as dt
+import hashlib
 from collections.abc import Iterator
 
-from django.core.files.base import ContentFile
+from django.core.files.base import ContentFile, File
 from django.core.files.storage import default_storage
 
 
@@ -16,6 +17,21 @@ def exists(name: str) -> bool:
 def save(name: str, content: bytes) -> str:
     """Store the bytes under their name; the name stored (the storage allows overwriting)."""
     return default_storage.save(name, ContentFile(content))
+
+
+def save_stream(name: str, stream) -> str:
+    """Store the bytes a file object holds under their name, read in chunks (a restore)."""
+    return default_storage.save(name, File(stream, name=name))
+
+
+def sha256_of(name: str) -> tuple[str, int]:
+    """(SHA-256, size) of the stored bytes, read in chunks."""
+    digest, size = hashlib.sha256(), 0
+    with default_storage.open(name, "rb") as stored:
+        while chunk := stored.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
 
 
 def remove(name: str) -> None:
