@@ -17,7 +17,10 @@ from .transport import make_transport
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m conformance", description=(
         "Check an agentprocess server (core-2, parallel-1, check-1) through the protocol only."))
-    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("url", nargs="?", help="the server's base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--coverage", action="store_true",
+                        help="print the MUST coverage table (each requirement, the checks that observe it or why "
+                             "none can) with its counts, and exit")
     parser.add_argument("--agent-token", action="append", default=[], metavar="T",
                         help="an agent's bearer token; give two to try claimed_by_other")
     parser.add_argument("--person", action="append", default=[], metavar="GROUP=TOKEN",
@@ -58,6 +61,14 @@ def offered_profiles(transport_name: str, url: str, token: str) -> set[str] | No
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.coverage:
+        from . import musts, scenarios  # noqa: F401 - importing scenarios registers them
+
+        print(musts.table())
+        return 0
+    if not args.url:
+        print("needs the server's URL (or --coverage)", file=sys.stderr)
+        return 2
     people = []
     for entry in args.person:
         group, sep, token = entry.partition("=")

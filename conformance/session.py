@@ -7,6 +7,8 @@ from pathlib import Path
 from .core import Actor, Context, Result, ScenarioFailed, ScenarioSkipped
 from .schemas import Schemas
 
+PUBLISHED = "runner-published"  # musts.py: the runner's processes are published (a precondition, not a rule)
+
 PROCESSES = Path(__file__).resolve().parent / "processes"
 CORE_PROCESSES = ["conformance-agent-loop", "conformance-fields", "conformance-decisions", "conformance-waits",
                   "conformance-wait-missing", "conformance-queue", "conformance-initiator"]
@@ -68,16 +70,19 @@ class Session:
                 raise ScenarioSkipped(f"describe does not offer {entry.profile}")
             missing = [name for name in entry.processes if self.described and name not in self.published]
             if missing:
-                context.check(False, f"published first: {', '.join(missing)} (see --print-publish)")
+                context.check(False, f"published first: {', '.join(missing)} (see --print-publish)", hard=True,
+                              must=PUBLISHED)
             entry.run(context)
         except ScenarioSkipped as skip:
             result.skipped = str(skip)
-        except ScenarioFailed:
-            pass
+        except ScenarioFailed as failed:
+            result.notes.append(f"stopped at {failed}: the rest of the scenario depends on it")
         except Exception as error:  # noqa: BLE001 - a runner bug or an answer of an unexpected shape
-            result.failure = result.failure or f"unexpected {type(error).__name__}: {error}"
-            if context.last is not None and result.request is None:
-                result.request, result.answer = context.last.request_text(), context.last.answer_text()
+            text = f"{type(error).__name__}: {error}"
+            if result.failures:  # most likely what an earlier failed check left behind
+                result.notes.append(f"stopped after the failures above ({text})")
+            else:
+                result.fail(f"unexpected {text}", context.requirement, context.last)
         result.seconds = time.monotonic() - began
         return result
 

@@ -169,6 +169,7 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
             last = done.stdout.strip().splitlines()[-1]
             checks = int(re.search(r"(\d+) checks", last).group(1))
             assert checks >= 1000, last
+            assert "under no requirement" not in last, last  # every check observes a requirement of musts.py
             assert re.search(r"timer fired within [\d.]+ s of its time \(bound 30 s\)", done.stdout), done.stdout[-3000:]
             # The scripted evaluator makes each of the three check-1 verdicts happen once.
             assert "verdicts: sure: pass, unsure: unsure, failing: fail" in notes(junit, "check")
@@ -195,8 +196,15 @@ def test_the_runner_names_the_scenario_a_broken_build_fails(transactional_db, tm
     assert found["fields"][0] == "fail"
     assert found["fields"][1] == "an issue names inputs.level", done.stdout
     assert (found["decisions"][0], found["agent-loop"][0], found["describe"][0]) == ("pass", "pass", "pass")
-    assert re.search(r"^fields +\d+ +FAIL +an issue names inputs\.level$", done.stdout, re.MULTILINE), done.stdout
+    assert re.search(r"^fields +\d+ +FAIL +an issue names inputs\.level \(\+\d+ more\)$", done.stdout,
+                     re.MULTILINE), done.stdout
     assert "FAILED (fields)" in done.stdout.strip().splitlines()[-1]
+    # Issue 24 point 4: the scenario went on after its first failure and reports every one, each with
+    # its requirement, request and answer: the one_of break shows on start, inside a list and on submit.
+    assert "FAIL fields (1 of " in done.stdout and "[2.3-fields]: an issue names inputs.level" in done.stdout
+    assert "]: a value outside one_of inside a list is refused, by its index (§6 rule 3)" in done.stdout
+    assert "]: output.grade is refused" in done.stdout
+    assert done.stdout.count("  request: agent → ") >= 3
 
 
 def test_the_runner_imports_nothing_of_the_server():
