@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import uuid
+from decimal import Decimal
 
 from .core import Context, new_request_id, observes
 from .session import CORE_PROCESSES, PROFILE_PROCESSES, scenario
@@ -46,6 +47,11 @@ def upload_file(ctx: Context, actor, content: bytes = b"Conformance screening re
     ctx.equal(uploaded["sha256"], hashlib.sha256(content).hexdigest(), "upload returns the SHA-256 of the bytes")
     ctx.equal(uploaded["bytes"], len(content), "upload returns the byte count")
     return uploaded
+
+
+def exact_number(ctx: Context, text: str):
+    """The number as the transport carries it exactly: a Decimal over REST, a float over MCP."""
+    return Decimal(text) if getattr(ctx.session.transport, "exact_numbers", False) else float(text)
 
 
 def tool_offered(ctx: Context, tool: str) -> bool:
@@ -92,18 +98,25 @@ def ended_checks(ctx: Context, view: dict, outcome: str | None, *, state="ended"
 def ended_writes_refused(ctx: Context, view: dict, token: str | None = None, item: dict | None = None):
     """§3.5: every write to an ended run other than a replay is conflict run_ended, checked first."""
     run_id = view["run"]["id"]
+    tools = ctx.session.described.get("tools") or []
     if token:
         ctx.refused(ctx.agent, "submit", "conflict", ["run_ended"], token=token, output={}, summary="late",
                     label="submit on an ended run")
+        ctx.refused(ctx.agent, "escalate", "conflict", ["run_ended"], token=token, note="late",
+                    label="escalate on an ended run")
+        if "renew" in tools:
+            ctx.refused(ctx.agent, "renew", "conflict", ["run_ended"], token=token, label="renew on an ended run")
     first = view["steps"][0]["id"]
     ctx.refused(ctx.agent, "claim", "conflict", ["run_ended"], runId=run_id, stepId=first,
                 label="claim on an ended run")
+    ctx.refused(ctx.agent, "claim", "conflict", ["run_ended"], runId=run_id, stepId="conformance-no-such-step",
+                label="claim of an unknown step on an ended run: run_ended before not_found")
     if item:
         ctx.refused(ctx.agent, "decide", "conflict", ["run_ended"], runId=run_id, workItemId=item["id"],
                     snapshot="not-a-snapshot", decision="approved", label="decide on an ended run, before all else")
     ctx.refused(ctx.operator, "cancel", "conflict", ["run_ended"], runId=run_id, reason="again",
                 label="cancel on an ended run")
-    if "send_event" in (ctx.session.described.get("tools") or []):
+    if "send_event" in tools:
         ctx.refused(ctx.agent, "send_event", "conflict", ["run_ended"], runId=run_id, name="conformance-late",
                     label="send_event on an ended run")
 
@@ -454,6 +467,74 @@ def escalation(ctx: Context):
               "a person completing an escalated step is recorded as by")
 
 
+@scenario("replays", processes=["conformance-agent-loop", "conformance-waits"])
+def replays(ctx: Context):
+    """§4: "Repeating it with the same arguments returns the original result and changes nothing.
+    Repeating it with different arguments is a conflict." For upload, renew, escalate, decide,
+    send_event and submit (start_run, claim and cancel: agent-loop and cancel)."""
+    agent, operator = ctx.agent, ctx.operator
+    ctx.must("4-idempotent")
+
+    def replayed(actor, tool, label, changed: dict, **arguments):
+        """The write, its replay (the same answer), and the requestId reused with `changed` (conflict)."""
+        arguments.setdefault("requestId", new_request_id())
+        first = ctx.ok(actor, tool, **arguments)
+        again = ctx.ok(actor, tool, **arguments)
+        ctx.equal(without_urls(again), without_urls(first), f"a replayed {label} returns the original result")
+        ctx.refused(actor, tool, "conflict", label=f"a {label} requestId reused with other arguments",
+                    **{**arguments, **changed})
+        return first
+
+    tools = ctx.session.described.get("tools") or []
+    if "upload" in tools:
+        content = base64.b64encode(b"replayed upload").decode()
+        uploaded = replayed(agent, "upload", "upload", {"contentBase64": base64.b64encode(b"other").decode()},
+                            fileName="replay.txt", contentType="text/plain", contentBase64=content)
+        ctx.equal(uploaded["sha256"], hashlib.sha256(b"replayed upload").hexdigest(), "the upload's hash")
+    view = ctx.start(agent, "conformance-agent-loop", {"subject": tag()})
+    run_id = view["run"]["id"]
+    token = ctx.claim(agent, run_id, "screen")["token"]
+    if "renew" in tools:
+        renewed = replayed(agent, "renew", "renew", {"progress": "Something else."}, token=token,
+                           progress="A third done.")
+        ctx.check(renewed["token"] != token, "renew's replay kept the one new token")
+        token = renewed["token"]
+    submit = {"token": token, "output": {"cleared": True, "findings": "x"}, "summary": "Too early.",
+              "requestId": new_request_id()}
+    refused = ctx.call(agent, "submit", **submit)
+    ctx.equal(refused.error.get("code"), "not_accepted", "a submission without its file is not accepted", refused)
+    escalated = replayed(agent, "escalate", "escalate", {"note": "Another note."}, token=token,
+                         note="Replays: to a person.")
+    ctx.equal(ctx.states(escalated)["screen"], "waiting", "the escalated step waits on a person")
+    item = ctx.item_for(escalated, "screen")
+    decided = replayed(operator, "decide", "decide", {"note": "Another note."},
+                       **{**item["decide"]["arguments"], "requestId": new_request_id()}, decision="returned",
+                       note="Replays: back to the agent.")
+    ctx.equal(ctx.states(decided)["screen"], "ready", "the returned step is ready once, however often replayed")
+    ctx.must("4-idempotent")
+    if "send_event" in tools:
+        view = ctx.start(agent, "conformance-waits", {"at": PAST})
+        event_run = view["run"]["id"]
+        sent = replayed(agent, "send_event", "send_event", {"data": {"n": 2}}, runId=event_run,
+                        name="conformance-signal", data={"n": 1})
+        ctx.equal(sent["consumedBy"], None, "the event is held")
+        claimed = ctx.claim(agent, event_run, "prepare")
+        view = ctx.ok(agent, "submit", token=claimed["token"], output={"ready": True}, summary="Prepared.")
+        ctx.equal((ctx.states(view)["signal"], ctx.states(view)["again"]), ("done", "waiting"),
+                  "a replayed send_event held one event, not two")
+        ctx.ok(operator, "cancel", runId=event_run, reason="Replays done.")
+    claimed = ctx.claim(agent, run_id, "screen")
+    uploaded = upload_file(ctx, agent)
+    ctx.must("4-idempotent")
+    request = new_request_id()
+    submit_screen(ctx, claimed["token"], uploaded["id"], requestId=request)
+    ctx.refused(agent, "submit", "conflict", label="a submit requestId reused with other arguments",
+                token=claimed["token"], output={"cleared": False, "findings": "Other."},
+                evidence=[{"kind": "file", "ref": uploaded["id"]}], summary="Other.", next="decline",
+                reason="Other.", requestId=request)
+    ctx.ok(operator, "cancel", runId=run_id, reason="Replays done.")
+
+
 # ==================================================================== decide
 
 
@@ -582,6 +663,18 @@ def fields(ctx: Context):
     view = ctx.start(agent, "conformance-fields", good)
     ctx.equal(view["data"]["inputs"], good, "inputs are kept exactly as sent, numbers unrounded (§2.3)")
     run_id = view["run"]["id"]
+    if getattr(ctx.session.transport, "exact_numbers", False):
+        # Decimals a binary float cannot hold and exponents beyond its range, sent and read digit for
+        # digit (the runner reads every fraction as a Decimal, so a rounded one shows).
+        exact = {**good, "amount": Decimal("1.23456789012345678901"),
+                 "meta": {"tenth": Decimal("0.1"), "huge": Decimal("1e400"), "tiny": Decimal("-2.5e-400"),
+                          "long": [Decimal("123456789012345678901234567890.000000000000000000001")]}}
+        started = ctx.start(agent, "conformance-fields", exact)
+        ctx.equal(started["data"]["inputs"], exact, "start_run answers decimals and huge exponents unrounded")
+        ctx.equal(ctx.ok(agent, "get_run", runId=started["run"]["id"])["data"]["inputs"], exact,
+                  "get_run returns decimals and huge exponents unrounded")
+    else:
+        ctx.note("decimals beyond a double and huge exponents are checked over REST (the MCP client rounds them)")
     ctx.must("2.3-fields")
     claimed = ctx.claim(agent, run_id, "fill")
     wrong = {"total": "x", "day": "2026-13-01", "at": "yesterday", "ok": 1, "lines": ["red", "blue"], "meta": "x",
@@ -602,7 +695,7 @@ def fields(ctx: Context):
               "the only output issue is output.grade")
     ctx.check(any(i.startswith("output.grade") for i in refusal.get("issues") or []), "output.grade is refused")
     ctx.must("2.3-no-rounding")
-    output = {"total": 0.1, "day": "2026-10-06", "at": "2026-10-06T09:00:00.5-05:00", "ok": True,
+    output = {"total": exact_number(ctx, "0.1"), "day": "2026-10-06", "at": "2026-10-06T09:00:00.5-05:00", "ok": True,
               "lines": ["red", "green"], "meta": {"nested": {"deep": [None, True]}}, "reviewer": approver.person,
               "grade": "a"}
     view = ctx.ok(agent, "submit", token=claimed["token"], output=output, evidence=[LINK], summary="Filled.")
@@ -918,17 +1011,23 @@ def parallel(ctx: Context):
 
 @scenario("check", processes=["conformance-check"], profile="check-1")
 def check(ctx: Context):
-    """check-1 §3: whatever the evaluator answers, the verdict's effect: pass completes and records
+    """check-1 §3: each probe's verdict, and its effect: pass completes and records
     steps.<id>.check; unsure holds the candidate for a person; fail is not_accepted with check issues
     and handoff.check."""
     ctx.must("check-run")
     agent, operator = ctx.agent, ctx.operator
     view = ctx.start(agent, "conformance-check", {"subject": tag()})
     run_id, seen = view["run"]["id"], []
+    # Each probe asks what any evaluator can answer from the submission alone: that 4 is 4 (pass), the
+    # submitter's mood (unsure), that 4 is negative (fail). A server whose verdicts differ (one that
+    # passes everything, say) fails here rather than having its verdicts followed.
+    expected = {"sure": "pass", "unsure": "unsure", "failing": "fail"}
     for step_id in ("sure", "unsure", "failing"):
         claimed = ctx.claim(agent, run_id, step_id)
         exchange = ctx.call(agent, "submit", token=claimed["token"], output={"answer": 4},
                             summary="The answer is 4.")
+        verdict = ("pass" if ctx.states(exchange.data)[step_id] == "done" else "unsure") if exchange.ok else "fail"
+        ctx.equal(verdict, expected[step_id], f"the {step_id} probe's verdict (check-1 §3)", exchange)
         if exchange.ok and ctx.states(exchange.data)[step_id] == "done":
             seen.append(f"{step_id}: pass")
             verdict = exchange.data["data"]["steps"][step_id].get("check") or {}
