@@ -30,8 +30,8 @@ MUSTS = [
     # ---------------------------------------------------------------- specification §2: the file
     Must("2.1-yaml-core", "spec §2.1", "frontmatter is read as YAML 1.2 with the core schema alone: yes, on, 1_000 and "
          "0b101 stay text", "MUST", importer=True),
-    Must("2.1-refusals", "spec §2.1", "a file with an unknown field, a duplicate key, a bad name or a folder named "
-         "otherwise is refused", importer=True),
+    Must("2.1-refusals", "spec §2.1", "a file with an unknown field, a duplicate key, a bad name, no description or "
+         "no steps is refused", importer=True),
     Must("2.1-requires", "spec §2.1, tools.md list_processes", "what `requires` names is shown where the process "
          "is offered: list_processes carries it"),
     Must("2.2-last-step-next", "spec §2.2", "a non-finish step at the end of the list names its next", "MUST",
@@ -159,9 +159,12 @@ def observers() -> dict[str, list[str]]:
         path = HERE / module
         if not path.exists():
             continue
-        for function in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(function, ast.FunctionDef):
-                continue
+        tree = ast.parse(path.read_text())
+        # the functions, and the module's own top level (importer.py's REFUSALS) under the module's name
+        top = ast.Module(body=[n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.ClassDef)],
+                         type_ignores=[])
+        top.name = path.stem
+        for function in [top, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))]:
             for node in ast.walk(function):
                 for ident in _requirement_ids(node, constants):
                     names = found.setdefault(ident, [])
@@ -177,6 +180,8 @@ def _requirement_ids(node, constants) -> list[str]:
     name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
     if name in ("must", "observes") and node.args:
         values.append(node.args[0])
+    if name == "Refusal" and len(node.args) > 1:  # importer.py: a file to refuse, and what refusing it observes
+        values.append(node.args[1])
     values += [kw.value for kw in node.keywords if kw.arg == "must"]
     ids = []
     for value in values:

@@ -23,14 +23,15 @@ class Scenario:
     processes: tuple[str, ...] = ()
     profile: str | None = None
     always: bool = False  # runs even with --only: later scenarios depend on what it learns
+    importer: bool = False  # needs --importer: left out (and its requirements counted as not checked) without
 
 
 SCENARIOS: list[Scenario] = []
 
 
-def scenario(name: str, *, processes=(), profile=None, always=False):
+def scenario(name: str, *, processes=(), profile=None, always=False, importer=False):
     def register(function):
-        SCENARIOS.append(Scenario(name, function, tuple(processes), profile, always))
+        SCENARIOS.append(Scenario(name, function, tuple(processes), profile, always, importer))
         return function
 
     return register
@@ -41,6 +42,7 @@ class Options:
     timer_bound: float = 120.0  # how long a timer may fire late before it is a failure
     lease_wait_max: float = 15.0  # the longest lease the runner waits out to see it lapse
     spec: Path | None = None
+    importer: str | None = None  # a command with {file}: publishes one PROCESS.md on the server
 
 
 @dataclass
@@ -87,10 +89,12 @@ class Session:
         return result
 
     def run(self, only: set[str] | None, progress=None) -> list[Result]:
-        from . import fixtures, scenarios  # scenarios: importing it registers them
+        from . import fixtures, scenarios  # noqa: I001 - importing them registers their scenarios, in this order
+        from . import importer  # noqa: F401 - after describe, whose profiles and tools it reads
 
         results = []
-        entries = SCENARIOS + fixtures.walk_scenarios(self)
+        entries = [entry for entry in SCENARIOS if self.options.importer or not entry.importer]
+        entries += fixtures.walk_scenarios(self)
         for entry in entries:
             if only and not entry.always and not any(entry.name == o or entry.name.startswith(o + ":") for o in only):
                 continue
