@@ -80,6 +80,12 @@ REFUSALS = [
 PARALLEL = ("  - id: work\n    agent: Do it.\n  - id: fork\n    parallel: [left, right]\n    next: done\n"
             "  - id: left\n    agent: Left.\n    next: join\n  - id: right\n    agent: Right.\n    next: join\n" + DONE)
 CHECK = "  - id: work\n    agent: Do it.\n    output: { answer: number }\n    check: Is the answer a number?\n" + DONE
+# A file that uses a profile, refused by a server without it (spec §8)
+PROFILE_REFUSALS = {
+    "parallel-1": Refusal("a parallel step on a server without parallel-1", "parallel-refuse",
+                          probe("{name}", steps=PARALLEL)),
+    "check-1": Refusal("a check on a server without check-1", "check-refuse", probe("{name}", steps=CHECK)),
+}
 # What YAML 1.2's core schema makes of the traps: yes, on, 1_000 and 0b101 are text; 0o17 and 0x1F
 # are integers; 1e3 a float (a number, 1000).
 TRAPS = ("inputs:\n  level: { type: string, one_of: [yes, no, on, off, 1_000, 0b101, \"~\"] }\n"
@@ -131,18 +137,11 @@ def importer(ctx: Context):
     with tempfile.TemporaryDirectory(prefix="conformance-import-") as tmp:
         folder = Path(tmp)
         cases = [(f"conformance-refuse-{n}-{suffix}", case) for n, case in enumerate(REFUSALS)]
-        if "parallel-1" not in profiles:
-            cases.append((f"conformance-refuse-parallel-{suffix}",
-                          Refusal("a parallel step on a server without parallel-1", "parallel-refuse",
-                                  probe("{name}", steps=PARALLEL))))
-        else:
-            ctx.note("the server offers parallel-1: its refusal without the profile is not checked")
-        if "check-1" not in profiles:
-            cases.append((f"conformance-refuse-check-{suffix}",
-                          Refusal("a check on a server without check-1", "check-refuse",
-                                  probe("{name}", steps=CHECK))))
-        else:
-            ctx.note("the server offers check-1: its refusal without the profile is not checked")
+        for profile, case in PROFILE_REFUSALS.items():
+            if profile in profiles:
+                ctx.note(f"the server offers {profile}: its refusal without the profile is not checked")
+            else:
+                cases.append((f"conformance-refuse-{profile}-{suffix}", case))
         missing = [tool for tool in ("send_event", "upload") if tool not in (ctx.session.described.get("tools") or [])]
         for tool in missing:
             steps = ("  - id: work\n    wait_for: conformance-event\n" if tool == "send_event"
