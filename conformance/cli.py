@@ -17,7 +17,10 @@ from .transport import make_transport
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m conformance", description=(
         "Check an agentprocess server (core-2, parallel-1, check-1) through the protocol only."))
-    parser.add_argument("url", help="the server's base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("url", nargs="?", help="the server's base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--coverage", action="store_true",
+                        help="print the MUST coverage table (each requirement, the checks that observe it or why "
+                             "none can) with its counts, and exit")
     parser.add_argument("--agent-token", action="append", default=[], metavar="T",
                         help="an agent's bearer token; give two to try claimed_by_other")
     parser.add_argument("--person", action="append", default=[], metavar="GROUP=TOKEN",
@@ -34,6 +37,10 @@ def parse_args(argv):
                         help="how late a timer may fire before it fails (default 120 s)")
     parser.add_argument("--lease-wait-max", type=float, default=15.0, metavar="S",
                         help="wait out a lease this short or shorter to see it lapse (default 15 s)")
+    parser.add_argument("--importer", metavar="'CMD {file}'",
+                        help="a command that publishes one PROCESS.md on the server, {file} its path (e.g. "
+                             "'.venv/bin/python manage.py import_process {file} --publish'): the runner hands it files "
+                             "the spec says to refuse and files it must accept")
     parser.add_argument("--print-publish", action="store_true",
                         help="print the import_process lines that publish the runner's processes, and exit; with "
                              "--agent-token, only those for the profiles the server's describe offers")
@@ -58,6 +65,14 @@ def offered_profiles(transport_name: str, url: str, token: str) -> set[str] | No
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.coverage:
+        from . import importer, musts, scenarios  # noqa: F401 - importing them registers their scenarios
+
+        print(musts.table())
+        return 0
+    if not args.url:
+        print("needs the server's URL (or --coverage)", file=sys.stderr)
+        return 2
     people = []
     for entry in args.person:
         group, sep, token = entry.partition("=")
@@ -65,6 +80,9 @@ def main(argv=None) -> int:
             print(f"--person wants GROUP=TOKEN, got {entry!r}", file=sys.stderr)
             return 2
         people.append((group, token))
+    if args.importer is not None and "{file}" not in args.importer:
+        print(f"--importer wants a command with {{file}} in it, got {args.importer!r}", file=sys.stderr)
+        return 2
     if args.spec is not None and not (args.spec / "conformance" / "fixtures").is_dir():
         print(f"--spec {args.spec}: no conformance/fixtures folder there", file=sys.stderr)
         return 2
@@ -91,7 +109,7 @@ def main(argv=None) -> int:
     operator = Actor("operator", args.operator_token, "operator")
     transport = make_transport(args.transport, args.url)
     session = Session(transport, schemas, agents, persons, operator,
-                      Options(args.timer_bound, args.lease_wait_max, args.spec))
+                      Options(args.timer_bound, args.lease_wait_max, args.spec, args.importer))
     print(f"conformance runner: {args.url} over {args.transport}; "
           + (f"schemas from {schema_folder}" if schemas.present else
              "no schemas given (--spec DIR or --schemas DIR): envelopes checked for shape only"), flush=True)

@@ -6,8 +6,9 @@ import datetime as dt
 import hashlib
 import json
 import uuid
+from decimal import Decimal
 
-from .core import Context, new_request_id
+from .core import Context, new_request_id, observes
 from .session import CORE_PROCESSES, PROFILE_PROCESSES, scenario
 from .walk import load_frontmatter, runner_process_text
 
@@ -39,12 +40,18 @@ def without_urls(value):
     return value
 
 
+@observes("tools-upload")
 def upload_file(ctx: Context, actor, content: bytes = b"Conformance screening report: no hits.") -> dict:
     uploaded = ctx.ok(actor, "upload", fileName="report.txt", contentType="text/plain",
                       contentBase64=base64.b64encode(content).decode())
     ctx.equal(uploaded["sha256"], hashlib.sha256(content).hexdigest(), "upload returns the SHA-256 of the bytes")
     ctx.equal(uploaded["bytes"], len(content), "upload returns the byte count")
     return uploaded
+
+
+def exact_number(ctx: Context, text: str):
+    """The number as the transport carries it exactly: a Decimal over REST, a float over MCP."""
+    return Decimal(text) if getattr(ctx.session.transport, "exact_numbers", False) else float(text)
 
 
 def tool_offered(ctx: Context, tool: str) -> bool:
@@ -76,6 +83,7 @@ def submit_screen(ctx: Context, token: str, file_ref: str, *, cleared=True, find
                   next="approve" if cleared else "decline", reason="The findings support the verdict.", **extra)
 
 
+@observes("3.5-states")
 def ended_checks(ctx: Context, view: dict, outcome: str | None, *, state="ended"):
     ctx.equal(view["run"]["state"], state, "the run's state")
     if outcome is not None:
@@ -86,21 +94,29 @@ def ended_checks(ctx: Context, view: dict, outcome: str | None, *, state="ended"
     ctx.equal(view["workItems"], [], "every open work item is removed at the end (§3.5)")
 
 
+@observes("3.5-run-ended")
 def ended_writes_refused(ctx: Context, view: dict, token: str | None = None, item: dict | None = None):
     """§3.5: every write to an ended run other than a replay is conflict run_ended, checked first."""
     run_id = view["run"]["id"]
+    tools = ctx.session.described.get("tools") or []
     if token:
         ctx.refused(ctx.agent, "submit", "conflict", ["run_ended"], token=token, output={}, summary="late",
                     label="submit on an ended run")
+        ctx.refused(ctx.agent, "escalate", "conflict", ["run_ended"], token=token, note="late",
+                    label="escalate on an ended run")
+        if "renew" in tools:
+            ctx.refused(ctx.agent, "renew", "conflict", ["run_ended"], token=token, label="renew on an ended run")
     first = view["steps"][0]["id"]
     ctx.refused(ctx.agent, "claim", "conflict", ["run_ended"], runId=run_id, stepId=first,
                 label="claim on an ended run")
+    ctx.refused(ctx.agent, "claim", "conflict", ["run_ended"], runId=run_id, stepId="conformance-no-such-step",
+                label="claim of an unknown step on an ended run: run_ended before not_found")
     if item:
         ctx.refused(ctx.agent, "decide", "conflict", ["run_ended"], runId=run_id, workItemId=item["id"],
                     snapshot="not-a-snapshot", decision="approved", label="decide on an ended run, before all else")
     ctx.refused(ctx.operator, "cancel", "conflict", ["run_ended"], runId=run_id, reason="again",
                 label="cancel on an ended run")
-    if "send_event" in (ctx.session.described.get("tools") or []):
+    if "send_event" in tools:
         ctx.refused(ctx.agent, "send_event", "conflict", ["run_ended"], runId=run_id, name="conformance-late",
                     label="send_event on an ended run")
 
@@ -111,6 +127,7 @@ def ended_writes_refused(ctx: Context, view: dict, token: str | None = None, ite
 @scenario("describe", always=True)
 def describe(ctx: Context):
     """§4.1: describe; list_processes lists every process the runner needs (publishing is out of band)."""
+    ctx.must("4.1-describe")
     described = ctx.ok(ctx.agent, "describe")
     ctx.session.described = described
     ctx.equal(described["protocol"], "agentprocess", "describe.protocol")
@@ -128,6 +145,7 @@ def describe(ctx: Context):
         ctx.equal(ctx.ok(person, "describe")["version"], "core-2", f"describe answers {person.name} too")
     ctx.note(f"profiles: {', '.join(described['profiles']) or 'none'}; lease {described['leaseSeconds']} s")
 
+    ctx.must("4.1-list-processes")
     listed, cursor = {}, None
     for _ in range(100):
         page = ctx.ok(ctx.agent, "list_processes", **({"cursor": cursor} if cursor else {}))
@@ -156,12 +174,16 @@ def describe(ctx: Context):
         ctx.equal(item["description"], frontmatter["description"], f"list_processes description of {name}")
         ctx.equal(item["inputs"], frontmatter.get("inputs", {}), f"list_processes inputs of {name} (§2, tools.md)")
         ctx.check(isinstance(item["version"], int) and item["version"] >= 1, f"{name} has a version number")
+        if "requires" in frontmatter:
+            with ctx.must("2.1-requires"):
+                ctx.equal(item.get("requires"), frontmatter["requires"], f"list_processes requires of {name}")
 
 
 @scenario("identities", processes=["conformance-initiator", "conformance-queue"], always=True)
 def identities(ctx: Context):
     """§3.4 initiator: each person starts a run whose task is theirs; its assignment tells the runner the
     person value (§2.3 `person`) the server resolves the token to. An agent may not start it."""
+    ctx.must("3.4-initiator")
     people = [*ctx.session.people, ctx.operator]
     for person in people:
         view = ctx.start(person, "conformance-initiator", {"purpose": tag()})
@@ -179,6 +201,7 @@ def identities(ctx: Context):
         ctx.equal(view["run"]["ended"], {"by": "server", "at": view["run"]["ended"]["at"], "note": None},
                   "a finish ends the run with by server and a null note (§3.5)")
         ctx.check(view["data"]["steps"]["confirm"].get("by"), "a completed task records who (by)")
+    ctx.must("3.4-initiator")
     values = [person.person for person in people]
     ctx.equal(len(set(values)), len(values), "every person token resolves to its own person")
     ctx.refused(ctx.agent, "start_run", "invalid", label="an agent may not start a process with an initiator step "
@@ -199,6 +222,7 @@ def agent_loop(ctx: Context):
     of a lost claim, the token rules of §6 rule 2."""
     agent, described = ctx.agent, ctx.session.described
     inputs = {"subject": tag()}
+    ctx.must("3.2-moving-on")
     started_request = new_request_id()
     view = ctx.start(agent, "conformance-agent-loop", inputs, requestId=started_request)
     run_id = view["run"]["id"]
@@ -210,12 +234,14 @@ def agent_loop(ctx: Context):
               "start_run takes the latest published version")
     ctx.check(isinstance(view["body"], str) and "Conformance: agent loop" in view["body"], "the run view has the body")
     ctx.equal(view["data"]["inputs"], inputs, "run data inputs")
+    ctx.must("4-idempotent")
     again = ctx.ok(agent, "start_run", process="conformance-agent-loop", inputs=inputs, mode="test",
                    requestId=started_request)
     ctx.equal(again["run"]["id"], run_id, "a replayed start_run returns the original run (§4)")
     ctx.refused(agent, "start_run", "conflict", label="a requestId reused with other arguments",
                 process="conformance-agent-loop", inputs={"subject": tag()}, mode="test", requestId=started_request)
 
+    ctx.must("tools-claim")
     item = ctx.find_work(agent, run_id, "screen", process="conformance-agent-loop")
     ctx.equal(item["claim"]["tool"], "claim", "get_work gives the claim call")
     ctx.equal({k: v for k, v in item["claim"]["arguments"].items() if k != "requestId"},
@@ -239,26 +265,32 @@ def agent_loop(ctx: Context):
     lease = (parse_instant(claimed["expiresAt"]) - parse_instant(view["run"]["startedAt"])).total_seconds()
     ctx.check(described["leaseSeconds"] - 5 <= lease <= described["leaseSeconds"] + 120,
               f"claim.expiresAt is about leaseSeconds ahead ({lease:.0f} s)")
+    ctx.must("4-idempotent")
     replayed = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
     ctx.equal(replayed["token"], token, "a replayed claim returns the original token (§3.3)")
+    ctx.must("tools-claim")
     ctx.refused(agent, "claim", "conflict", ["claimed_by_you"], runId=run_id, stepId="screen",
                 label="claiming a step you hold")
     if len(ctx.session.agents) > 1:
         other = ctx.session.agents[1]
         ctx.refused(other, "claim", "conflict", ["claimed_by_other"], runId=run_id, stepId="screen",
                     label="claiming a step another agent holds")
+        ctx.must("tools-get-work")
         ctx.find_work(other, run_id, "screen", process="conformance-agent-loop", present=False,
                       label="get_work does not list a step another agent holds")
     else:
         ctx.note("one agent token: claimed_by_other not tried (give --agent-token twice)")
+    ctx.must("tools-claim")
     ctx.refused(agent, "claim", "forbidden", runId=run_id, stepId="approve",
                 label="claiming a person's step (tools.md claim)")
     ctx.refused(agent, "claim", "not_found", runId="r_conformance_none", stepId="screen",
                 label="claiming on a run that does not exist")
+    ctx.must("6.2-one-actor")
     seen = ctx.ok(agent, "get_run", runId=run_id)
     ctx.equal(ctx.states(seen)["screen"], "claimed", "get_run shows the step claimed")
     ctx.check(token not in json.dumps(seen), "get_run never shows a token (§6 rule 2)")
 
+    ctx.must("3.3-lease")
     if tool_offered(ctx, "renew"):
         renewed = ctx.ok(agent, "renew", token=token, progress="Checked the first list.")
         ctx.check(renewed["token"] != token, "renew returns a new token")
@@ -267,10 +299,12 @@ def agent_loop(ctx: Context):
         ctx.refused(agent, "submit", "stale", token=token, output={"cleared": True, "findings": "x"},
                     summary="With the replaced token.", label="submit with a token renew replaced (§6 rule 2)")
         token, claimed["expiresAt"] = renewed["token"], renewed["expiresAt"]
+    ctx.must("4.3-errors")
     ctx.refused(agent, "submit", "invalid", token="not-a-token", output={}, summary="x",
                 label="a token that does not verify")
 
     uploaded = upload_file(ctx, agent)
+    ctx.must("6.3-acceptance")
     failed_request = new_request_id()
     refusal = ctx.refused(agent, "submit", "not_accepted", requestId=failed_request, token=token,
                           output={"cleared": "yes", "extra": 1}, summary="Screened.",
@@ -287,6 +321,7 @@ def agent_loop(ctx: Context):
     ctx.equal(ctx.states(ctx.ok(agent, "get_run", runId=run_id))["screen"], "claimed",
               "a refused submission changes nothing; the claim stands")
 
+    ctx.must("3.3-handoff")
     if tool_offered(ctx, "renew") and described["leaseSeconds"] <= ctx.session.options.lease_wait_max:
         # §3.3: when a lease ends the step is claimable at once, and its handoff carries the last
         # progress note and the last issues; the old token is stale; a lost claim replays.
@@ -301,11 +336,14 @@ def agent_loop(ctx: Context):
         ctx.equal(handoff.get("progress"), "Half way: the first list is clear.", "handoff.progress after a lapse")
         ctx.equal(sorted(handoff.get("issues") or []), sorted(missing_file.get("issues") or []),
                   "handoff.issues of the last refused submission")
+        ctx.must("3.3-lease")
         ctx.refused(agent, "submit", "stale", token=token, output={"cleared": True, "findings": "x"},
                     summary="Too late.", label="submit after the lease ended (§6 rule 2)")
         ctx.refused(agent, "renew", "stale", token=token, label="renew after the lease ended (tools.md renew)")
+        ctx.must("3.3-lost-replay")
         lost = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
         ctx.equal(lost["token"], first_token, "a lost claim replayed after its lease ended: the original token")
+        ctx.must("3.3-handoff")
         claimed = ctx.claim(agent, run_id, "screen")
         ctx.equal((claimed["handoff"] or {}).get("progress"), "Half way: the first list is clear.",
                   "the next claim carries the handoff")
@@ -313,37 +351,46 @@ def agent_loop(ctx: Context):
     else:
         ctx.note(f"lease of {described['leaseSeconds']} s is longer than --lease-wait-max: its lapse not waited out")
 
+    ctx.must("4-write-view")
     done = submit_screen(ctx, token, uploaded["id"], requestId=failed_request)  # a refused call is not recorded
     ctx.equal(ctx.states(done), {"screen": "done", "approve": "waiting", "decline": None, "done": None},
               "the chosen route is made ready in the same write (§4)")
     ctx.equal(done["run"]["state"], "waiting", "a run waiting on a person is waiting (§3.5)")
+    ctx.must("3.1-run-data")
     record = done["data"]["steps"]["screen"]
     ctx.equal(record["output"], {"cleared": True, "findings": "No hits."}, "steps.screen.output")
     ctx.equal((record["next"], record["reason"]), ("approve", "The findings support the verdict."),
               "the chosen next and reason are recorded (§3.2)")
     ctx.equal(record["summary"], "Screened both lists; nothing found.", "the summary is recorded (§3.3)")
     ctx.equal(record["by"], ctx.session.agent_ref, "by is the authenticated agent")
+    ctx.must("5-evidence")
     [evidence] = record["evidence"]
     ctx.equal((evidence["kind"], evidence["ref"], evidence["sha256"]), ("file", uploaded["id"], uploaded["sha256"]),
               "a file evidence item in run data carries its hash")
     ctx.check(isinstance(evidence.get("url"), str) and evidence["url"], "a file item carries a url (§5)")
+    ctx.must("3.1-run-data")
     ctx.equal(record.get("history") or [], [], "a first completion has no history")
+    ctx.must("3.3-lost-replay")
     replay = ctx.ok(agent, "submit", token=token, output={"cleared": True, "findings": "No hits."},
                     evidence=[{"kind": "file", "ref": uploaded["id"]}], summary="Screened both lists; nothing found.",
                     next="approve", reason="The findings support the verdict.", requestId=failed_request)
     ctx.equal(without_urls(replay), without_urls(done), "a replayed submit returns the original result (§4)")
+    ctx.must("6.2-one-actor")
     ctx.refused(agent, "submit", "stale", token=token, output={"cleared": True, "findings": "x"}, summary="Twice.",
                 label="submit again with the token of a completed claim")
+    ctx.must("tools-claim")
     ctx.refused(agent, "claim", "conflict", ["not_ready"], runId=run_id, stepId="screen",
                 label="claiming a step that is done")
 
     # Rework through on_reject (§3.1): the approver sends it back; the note is readable at steps.approve.note.
+    ctx.must("3.4-work-items")
     item = ctx.item_for(done, "approve")
     ctx.equal(item["decide"]["decisions"], ["approved", "rejected", "failed"], "an approval's decisions")
     ctx.equal((item["output"], item["evidence"], item["next"]), (None, None, None), "an approval takes no output")
     listed = ctx.find_work(ctx.approver, run_id, "approve", process="conformance-agent-loop")
     ctx.equal(listed["workItem"]["id"], item["id"], "the person's get_work lists the same work item")
     ctx.equal(listed["workItem"]["decide"]["arguments"]["workItemId"], item["id"], "with the exact decide call")
+    ctx.must("3.1-run-data")
     rejected = decide(ctx, ctx.approver, listed["workItem"], "rejected", note="Name the lists you searched.")
     ctx.equal(ctx.states(rejected)["screen"], "ready", "a rejection makes on_reject ready (§3.2)")
     ctx.equal(rejected["data"]["steps"]["approve"]["decision"], "rejected", "the rejection stays current")
@@ -358,6 +405,7 @@ def agent_loop(ctx: Context):
     ctx.equal(history[0]["output"], {"cleared": True, "findings": "No hits."}, "history keeps the output")
     ctx.equal(history[0]["summary"], "Screened both lists; nothing found.", "history keeps the summary")
     ctx.equal(second["data"]["steps"]["screen"]["output"]["findings"], "OFAC and EU: no hits.", "the new output")
+    ctx.must("3.1-run-data")
     approved = decide(ctx, ctx.approver, ctx.item_for(second, "approve"), "approved")
     ended_checks(ctx, approved, "accepted")
     ctx.equal([h["decision"] for h in approved["data"]["steps"]["approve"]["history"]], ["rejected"],
@@ -369,6 +417,7 @@ def agent_loop(ctx: Context):
 def escalation(ctx: Context):
     """§3.3, §3.4: escalate, returned (handoff.returned), and a person completing in the agent's place."""
     agent, operator = ctx.agent, ctx.operator
+    ctx.must("3.3-escalate")
     view = ctx.start(agent, "conformance-agent-loop", {"subject": tag()})
     run_id = view["run"]["id"]
     claimed = ctx.claim(agent, run_id, "screen")
@@ -385,12 +434,15 @@ def escalation(ctx: Context):
                         summary="After escalating.")
     ctx.check(not exchange.ok and exchange.error.get("code") in ("stale", "invalid"),
               "the token of an escalated claim no longer works", exchange)
+    ctx.must("tools-get-work")
     ctx.find_work(agent, run_id, "screen", process="conformance-agent-loop", present=False,
                   label="an escalated step is not offered to agents")
+    ctx.must("3.3-escalate")
     listed = ctx.find_work(operator, run_id, "screen", process="conformance-agent-loop",
                            label="the escalation reaches the operator's get_work")
     decide_refused(ctx, operator, listed["workItem"], "returned", ("not_accepted", "invalid"),
                    "returned without a note")
+    ctx.must("3.3-handoff")
     returned = decide(ctx, operator, listed["workItem"], "returned", note="Use the mirror of the EU list.")
     ctx.equal(ctx.states(returned)["screen"], "ready", "a returned step is ready again")
     item = ctx.find_work(agent, run_id, "screen", process="conformance-agent-loop")
@@ -400,17 +452,87 @@ def escalation(ctx: Context):
     claimed = ctx.claim(agent, run_id, "screen")
     ctx.equal(((claimed["handoff"] or {}).get("returned") or {}).get("note"), "Use the mirror of the EU list.",
               "the claim carries handoff.returned")
+    ctx.must("6.3-acceptance")
     escalated = ctx.ok(agent, "escalate", token=claimed["token"], note="Still unreachable.")
     item = ctx.item_for(escalated, "screen")
     decide_refused(ctx, operator, item, "completed", "not_accepted", "completing without the required file",
                    issues=["evidence: file required"], output={"cleared": False, "findings": "Hit on EU list."},
                    next="decline", reason="A hit.")
     uploaded = upload_file(ctx, operator, b"Operator's own screening: EU hit.")
+    ctx.must("6.4-people-decide")
     done = decide(ctx, operator, item, "completed", output={"cleared": False, "findings": "Hit on EU list."},
                   evidence=[{"kind": "file", "ref": uploaded["id"]}], next="decline", reason="A hit.")
     ended_checks(ctx, done, "declined")
     ctx.check(done["data"]["steps"]["screen"]["by"] not in (None, ctx.session.agent_ref),
               "a person completing an escalated step is recorded as by")
+
+
+@scenario("replays", processes=["conformance-agent-loop", "conformance-waits"])
+def replays(ctx: Context):
+    """§4: "Repeating it with the same arguments returns the original result and changes nothing.
+    Repeating it with different arguments is a conflict." For upload, renew, escalate, decide,
+    send_event and submit (start_run, claim and cancel: agent-loop and cancel)."""
+    agent, operator = ctx.agent, ctx.operator
+    ctx.must("4-idempotent")
+
+    def replayed(actor, tool, label, changed: dict, **arguments):
+        """The write, its replay (the same answer), and the requestId reused with `changed` (conflict)."""
+        arguments.setdefault("requestId", new_request_id())
+        first = ctx.ok(actor, tool, **arguments)
+        again = ctx.ok(actor, tool, **arguments)
+        ctx.equal(without_urls(again), without_urls(first), f"a replayed {label} returns the original result")
+        ctx.refused(actor, tool, "conflict", label=f"a {label} requestId reused with other arguments",
+                    **{**arguments, **changed})
+        return first
+
+    tools = ctx.session.described.get("tools") or []
+    if "upload" in tools:
+        content = base64.b64encode(b"replayed upload").decode()
+        uploaded = replayed(agent, "upload", "upload", {"contentBase64": base64.b64encode(b"other").decode()},
+                            fileName="replay.txt", contentType="text/plain", contentBase64=content)
+        ctx.equal(uploaded["sha256"], hashlib.sha256(b"replayed upload").hexdigest(), "the upload's hash")
+    view = ctx.start(agent, "conformance-agent-loop", {"subject": tag()})
+    run_id = view["run"]["id"]
+    token = ctx.claim(agent, run_id, "screen")["token"]
+    if "renew" in tools:
+        renewed = replayed(agent, "renew", "renew", {"progress": "Something else."}, token=token,
+                           progress="A third done.")
+        ctx.check(renewed["token"] != token, "renew's replay kept the one new token")
+        token = renewed["token"]
+    submit = {"token": token, "output": {"cleared": True, "findings": "x"}, "summary": "Too early.",
+              "requestId": new_request_id()}
+    refused = ctx.call(agent, "submit", **submit)
+    ctx.equal(refused.error.get("code"), "not_accepted", "a submission without its file is not accepted", refused)
+    escalated = replayed(agent, "escalate", "escalate", {"note": "Another note."}, token=token,
+                         note="Replays: to a person.")
+    ctx.equal(ctx.states(escalated)["screen"], "waiting", "the escalated step waits on a person")
+    item = ctx.item_for(escalated, "screen")
+    decided = replayed(operator, "decide", "decide", {"note": "Another note."},
+                       **{**item["decide"]["arguments"], "requestId": new_request_id()}, decision="returned",
+                       note="Replays: back to the agent.")
+    ctx.equal(ctx.states(decided)["screen"], "ready", "the returned step is ready once, however often replayed")
+    ctx.must("4-idempotent")
+    if "send_event" in tools:
+        view = ctx.start(agent, "conformance-waits", {"at": PAST})
+        event_run = view["run"]["id"]
+        sent = replayed(agent, "send_event", "send_event", {"data": {"n": 2}}, runId=event_run,
+                        name="conformance-signal", data={"n": 1})
+        ctx.equal(sent["consumedBy"], None, "the event is held")
+        claimed = ctx.claim(agent, event_run, "prepare")
+        view = ctx.ok(agent, "submit", token=claimed["token"], output={"ready": True}, summary="Prepared.")
+        ctx.equal((ctx.states(view)["signal"], ctx.states(view)["again"]), ("done", "waiting"),
+                  "a replayed send_event held one event, not two")
+        ctx.ok(operator, "cancel", runId=event_run, reason="Replays done.")
+    claimed = ctx.claim(agent, run_id, "screen")
+    uploaded = upload_file(ctx, agent)
+    ctx.must("4-idempotent")
+    request = new_request_id()
+    submit_screen(ctx, claimed["token"], uploaded["id"], requestId=request)
+    ctx.refused(agent, "submit", "conflict", label="a submit requestId reused with other arguments",
+                token=claimed["token"], output={"cleared": False, "findings": "Other."},
+                evidence=[{"kind": "file", "ref": uploaded["id"]}], summary="Other.", next="decline",
+                reason="Other.", requestId=request)
+    ctx.ok(operator, "cancel", runId=run_id, reason="Replays done.")
 
 
 # ==================================================================== decide
@@ -421,6 +543,7 @@ def decisions(ctx: Context):
     """§3.4 and tools.md decide: every decision and the order of its refusals: run_ended,
     already_decided, not_found, stale, forbidden, not_accepted; the invalid combinations."""
     agent, reviewer, approver = ctx.agent, ctx.reviewer, ctx.approver
+    ctx.must("3.4-work-items")
     view = ctx.start(agent, "conformance-decisions", {"topic": tag()})
     run_id = view["run"]["id"]
     claimed = ctx.claim(agent, run_id, "draft")
@@ -430,10 +553,12 @@ def decisions(ctx: Context):
     ctx.equal((review["output"], review["evidence"], review["next"]), ({"answer": "string"}, ["link"], None),
               "a task's requirements on its work item")
     ctx.equal(set(review["assignedTo"]), {"group"}, "a role's work item is assigned to a group")
+    ctx.must("6.4-people-decide")
     decide_refused(ctx, agent, review, "completed", "forbidden", "decide from an agent identity (§6 rule 4)",
                    output={"answer": "x"}, evidence=[LINK])
     decide_refused(ctx, approver, review, "completed", "forbidden", "decide by a person outside the assignment",
                    output={"answer": "x"}, evidence=[LINK])
+    ctx.must("tools-decide")
     stale_item = {**review, "decide": {**review["decide"], "arguments": {**review["decide"]["arguments"],
                                                                           "snapshot": "0" * 64}}}
     decide_refused(ctx, approver, stale_item, "completed", "stale", "a stale snapshot is checked before forbidden",
@@ -442,21 +567,28 @@ def decisions(ctx: Context):
                                                                     "workItemId": "w_conformance_none"}}}
     decide_refused(ctx, reviewer, gone, "completed", "not_found", "an item that never existed, before stale",
                    output={"answer": "x"}, evidence=[LINK])
+    ctx.must("tools-decide")
     decide_refused(ctx, reviewer, review, "completed", "invalid", "note with completed", output={"answer": "x"},
                    evidence=[LINK], note="A note.")
+    ctx.must("3.2-next-list")
     decide_refused(ctx, reviewer, review, "failed", "invalid", "next with a decision other than completed",
                    note="Failing.", next="first_approval", reason="Because.")
+    ctx.must("tools-decide")
     decide_refused(ctx, reviewer, review, "failed", "invalid", "output with a decision other than completed",
                    note="Failing.", output={"answer": "x"})
+    ctx.must("3.2-next-list")
     decide_refused(ctx, reviewer, review, "completed", "not_accepted", "next on a step whose next is not a list",
                    output={"answer": "x"}, evidence=[LINK], next="first_approval", reason="Because.")
+    ctx.must("6.3-acceptance")
     decide_refused(ctx, reviewer, review, "completed", "not_accepted", "a completion breaking the rules",
                    issues=["output.answer: expected string", "evidence: link required"], output={"answer": 5})
+    ctx.must("tools-decide")
     decide_refused(ctx, reviewer, review, "approved", ("not_accepted", "invalid"), "approved on a task")
     view = decide(ctx, reviewer, review, "completed", output={"answer": "Yes."}, evidence=[LINK],
                   summary="Reviewed.")
     ctx.equal(view["data"]["steps"]["review"]["output"], {"answer": "Yes."}, "the task's output is recorded")
     ctx.equal(view["data"]["steps"]["review"]["evidence"], [LINK], "a link is recorded as stated (§5)")
+    ctx.must("3.4-snapshot")
     decide_refused(ctx, approver, stale_item, "completed", "conflict", "a decided item: already_decided first",
                    issues=["already_decided"], output={"answer": "x"}, evidence=[LINK])
     decide_refused(ctx, reviewer, review, "completed", "conflict", "the same person deciding twice",
@@ -465,8 +597,10 @@ def decisions(ctx: Context):
     outdated = {**first, "decide": {**first["decide"], "arguments": {**first["decide"]["arguments"],
                                                                       "snapshot": review["snapshot"]}}}
     decide_refused(ctx, approver, outdated, "approved", "stale", "a snapshot read before the run data changed")
+    ctx.must("tools-decide")
     decide_refused(ctx, approver, first, "rejected", ("not_accepted", "invalid"), "rejected without a note")
     decide_refused(ctx, approver, first, "approved", "invalid", "summary with approved", summary="x")
+    ctx.must("3.1-run-data")
     view = decide(ctx, approver, first, "rejected", note="Answer in full.")
     ctx.equal(ctx.states(view)["review"], "waiting", "a rejection returns to the task")
     ctx.equal(view["data"]["steps"]["first_approval"]["note"], "Answer in full.", "the note stays current")
@@ -475,6 +609,7 @@ def decisions(ctx: Context):
     ctx.equal([h["output"] for h in view["data"]["steps"]["review"]["history"]], [{"answer": "Yes."}],
               "the task's first completion is in its history")
     view = decide(ctx, approver, ctx.item_for(view, "first_approval"), "approved")
+    ctx.must("3.5-states")
     final = ctx.item_for(view, "final_approval")
     view = decide(ctx, approver, final, "rejected", note="Not this quarter.")
     ended_checks(ctx, view, "rejected")
@@ -484,6 +619,7 @@ def decisions(ctx: Context):
     ended_writes_refused(ctx, view, item=final)
 
     # failed ends the run: the step is failed and run data has decision failed (§3.4, §3.5)
+    ctx.must("3.5-states")
     view = ctx.start(agent, "conformance-decisions", {"topic": tag()})
     claimed = ctx.claim(agent, view["run"]["id"], "draft")
     view = ctx.ok(agent, "submit", token=claimed["token"], output={"note": "A note."}, summary="Drafted.")
@@ -509,6 +645,7 @@ def fields(ctx: Context):
     label = tag()
     good = {"text": label, "amount": 9007199254740993, "day": "2026-10-06", "at": "2026-10-06T09:00:00+02:00",
             "flag": False, "tags": ["a", "b"], "meta": {"k": [1, 2.5]}, "owner": approver.person, "level": "high"}
+    ctx.must("2.3-fields")
     bad = {"text": 5, "amount": "12", "day": "2026-02-30", "at": "2026-10-06T09:00:00", "flag": "yes", "tags": "a",
            "meta": [], "owner": 7, "level": "medium", "remark": None, "bogus": 1}
     refusal = ctx.refused(agent, "start_run", "invalid", process="conformance-fields", inputs=bad, mode="test",
@@ -522,9 +659,23 @@ def fields(ctx: Context):
     if "list_runs" in ctx.session.described["tools"]:
         page = ctx.ok(agent, "list_runs", process="conformance-fields", inputs={"text": label})
         ctx.equal(page["items"], [], "refused starts created nothing")
+    ctx.must("2.3-no-rounding")
     view = ctx.start(agent, "conformance-fields", good)
     ctx.equal(view["data"]["inputs"], good, "inputs are kept exactly as sent, numbers unrounded (§2.3)")
     run_id = view["run"]["id"]
+    if getattr(ctx.session.transport, "exact_numbers", False):
+        # Decimals a binary float cannot hold and exponents beyond its range, sent and read digit for
+        # digit (the runner reads every fraction as a Decimal, so a rounded one shows).
+        exact = {**good, "amount": Decimal("1.23456789012345678901"),
+                 "meta": {"tenth": Decimal("0.1"), "huge": Decimal("1e400"), "tiny": Decimal("-2.5e-400"),
+                          "long": [Decimal("123456789012345678901234567890.000000000000000000001")]}}
+        started = ctx.start(agent, "conformance-fields", exact)
+        ctx.equal(started["data"]["inputs"], exact, "start_run answers decimals and huge exponents unrounded")
+        ctx.equal(ctx.ok(agent, "get_run", runId=started["run"]["id"])["data"]["inputs"], exact,
+                  "get_run returns decimals and huge exponents unrounded")
+    else:
+        ctx.note("decimals beyond a double and huge exponents are checked over REST (the MCP client rounds them)")
+    ctx.must("2.3-fields")
     claimed = ctx.claim(agent, run_id, "fill")
     wrong = {"total": "x", "day": "2026-13-01", "at": "yesterday", "ok": 1, "lines": ["red", "blue"], "meta": "x",
              "reviewer": 5, "grade": "c", "extra": None, "surplus": True}
@@ -543,15 +694,18 @@ def fields(ctx: Context):
               [i for i in refusal.get("issues") or [] if i.startswith("output.grade")][:1],
               "the only output issue is output.grade")
     ctx.check(any(i.startswith("output.grade") for i in refusal.get("issues") or []), "output.grade is refused")
-    output = {"total": 0.1, "day": "2026-10-06", "at": "2026-10-06T09:00:00.5-05:00", "ok": True,
+    ctx.must("2.3-no-rounding")
+    output = {"total": exact_number(ctx, "0.1"), "day": "2026-10-06", "at": "2026-10-06T09:00:00.5-05:00", "ok": True,
               "lines": ["red", "green"], "meta": {"nested": {"deep": [None, True]}}, "reviewer": approver.person,
               "grade": "a"}
     view = ctx.ok(agent, "submit", token=claimed["token"], output=output, evidence=[LINK], summary="Filled.")
     ctx.equal(view["data"]["steps"]["fill"]["output"], output, "the output is kept exactly as submitted")
+    ctx.must("3.4-work-items")
     confirm = ctx.item_for(view, "confirm")
     ctx.equal(confirm["assignedTo"], {"person": approver.person}, "a person path assigns the task to that person")
     listed = ctx.find_work(approver, run_id, "confirm", process="conformance-fields")
     ctx.equal([r["to"] for r in listed["workItem"]["next"]], ["done", "stopped"], "the task's routes")
+    ctx.must("3.2-next-list")
     decide_refused(ctx, approver, listed["workItem"], "completed", "not_accepted", "a route list without a choice",
                    issues=["next: required, one of done, stopped", "reason: required"], output={"confirmed": True})
     decide_refused(ctx, approver, listed["workItem"], "completed", "not_accepted", "a route that is not listed",
@@ -574,6 +728,7 @@ def waits_and_events(ctx: Context):
     if not tool_offered(ctx, "send_event"):
         ctx.skip("send_event is not offered")
     agent = ctx.agent
+    ctx.must("3.6-events")
     view = ctx.start(agent, "conformance-waits", {"at": PAST})
     run_id = view["run"]["id"]
     for n in (1, 2):
@@ -585,15 +740,18 @@ def waits_and_events(ctx: Context):
                 label="send_event from a person who is not an operator (§3.6)")
     ctx.refused(agent, "send_event", "not_found", runId="r_conformance_none", name="conformance-signal",
                 label="send_event to a run that does not exist")
+    ctx.must("2.2-waits")
     claimed = ctx.claim(agent, run_id, "prepare")
     view = ctx.ok(agent, "submit", token=claimed["token"], output={"ready": True}, summary="Prepared.")
     ended_checks(ctx, view, "signalled")
     steps = view["data"]["steps"]
     ctx.equal(steps["gate"].get("by"), "server", "a wait_until in the past continues at once, by server")
+    ctx.must("3.6-events")
     ctx.equal((steps["signal"]["output"], steps["again"]["output"]), ({"n": 1}, {"n": 2}),
               "held events are consumed oldest first; data becomes the wait's output (§3.6)")
     ctx.equal(steps["signal"]["by"], ctx.session.agent_ref, "a wait_for records the sender as by")
 
+    ctx.must("2.2-waits")
     bound = ctx.session.options.timer_bound
     due = utc_now() + dt.timedelta(seconds=3)
     view = ctx.start(agent, "conformance-waits", {"at": due.isoformat().replace("+00:00", "Z")})
@@ -611,6 +769,7 @@ def waits_and_events(ctx: Context):
     late = (utc_now() - due).total_seconds()
     ctx.note(f"timer fired within {late:.1f} s of its time (bound {bound:.0f} s)")
     ctx.equal(ctx.states(view)["signal"], "waiting", "the wait_for is waiting after the timer")
+    ctx.must("3.6-events")
     sent = ctx.ok(agent, "send_event", runId=run_id, name="conformance-signal", data={"n": 3})
     ctx.equal(sent["consumedBy"], "signal", "an event for a waiting wait_for is consumed by it")
     sent = ctx.ok(ctx.operator, "send_event", runId=run_id, name="conformance-signal")
@@ -619,6 +778,7 @@ def waits_and_events(ctx: Context):
     ended_checks(ctx, view, "signalled")
     ended_writes_refused(ctx, view)
 
+    ctx.must("2.2-waits")
     view = ctx.start(agent, "conformance-wait-missing", {})
     ended_checks(ctx, view, "failed")
     ctx.equal(ctx.states(view)["gate"], "failed", "a wait_until on a missing value fails that step (§3.5)")
@@ -633,6 +793,7 @@ def waits_and_events(ctx: Context):
 def test_mode(ctx: Context):
     """§3.3: a test run says so in every get_work item, claim and work item; a live run says live."""
     agent = ctx.agent
+    ctx.must("3.3-test-mode")
     view = ctx.start(agent, "conformance-decisions", {"topic": tag()}, mode="test")
     run_id = view["run"]["id"]
     ctx.equal(ctx.find_work(agent, run_id, "draft", process="conformance-decisions")["mode"], "test",
@@ -643,9 +804,11 @@ def test_mode(ctx: Context):
     ctx.equal(ctx.item_for(view, "review").get("mode"), "test", "work item mode in the run view")
     listed = ctx.find_work(ctx.reviewer, run_id, "review", process="conformance-decisions")
     ctx.equal((listed["mode"], listed["workItem"].get("mode")), ("test", "test"), "a person's get_work item mode")
+    ctx.must("tools-start-run")
     live = ctx.ok(agent, "start_run", process="conformance-queue", inputs={"label": tag()})
     ctx.session.started_runs.append(live["run"]["id"])
     ctx.equal(live["run"]["mode"], "live", "mode defaults to live")
+    ctx.must("3.3-test-mode")
     item = ctx.find_work(agent, live["run"]["id"], "work", process="conformance-queue")
     ctx.equal(item["mode"], "live", "a live run's get_work item")
     ctx.equal(ctx.claim(agent, live["run"]["id"], "work")["mode"], "live", "a live run's claim")
@@ -655,6 +818,7 @@ def test_mode(ctx: Context):
 def cancel(ctx: Context):
     """§3.5: an operator cancels an active or waiting run; its tokens and work items are gone; others may not."""
     agent, operator = ctx.agent, ctx.operator
+    ctx.must("3.5-cancel")
     view = ctx.start(agent, "conformance-decisions", {"topic": tag()})
     run_id = view["run"]["id"]
     claimed = ctx.claim(agent, run_id, "draft")
@@ -669,10 +833,12 @@ def cancel(ctx: Context):
     ctx.check(view["run"]["ended"]["by"] not in (None, "server", ctx.session.agent_ref),
               "run.ended.by is the operator who cancelled")
     ctx.equal(ctx.states(view)["draft"], "cancelled", "the claimed step is cancelled")
+    ctx.must("4-idempotent")
     ctx.equal(without_urls(ctx.ok(operator, "cancel", runId=run_id, reason="Opened by mistake.", requestId=request)),
               without_urls(view), "a replayed cancel returns the original result")
     ended_writes_refused(ctx, view, token=claimed["token"])
 
+    ctx.must("3.5-cancel")
     view = ctx.start(agent, "conformance-decisions", {"topic": tag()})
     claimed = ctx.claim(agent, view["run"]["id"], "draft")
     view = ctx.ok(agent, "submit", token=claimed["token"], output={"note": "n"}, summary="Drafted.")
@@ -681,6 +847,7 @@ def cancel(ctx: Context):
     ended_checks(ctx, view, None, state="cancelled")
     ctx.find_work(ctx.reviewer, view["run"]["id"], "review", process="conformance-decisions", present=False,
                   label="a cancelled run's work item leaves the person's get_work")
+    ctx.must("3.5-run-ended")
     decide_refused(ctx, ctx.reviewer, review, "completed", "conflict", "deciding an item of a cancelled run",
                    issues=["run_ended"], output={"answer": "x"}, evidence=[LINK])
 
@@ -688,6 +855,7 @@ def cancel(ctx: Context):
 @scenario("paging", processes=["conformance-queue"])
 def paging(ctx: Context):
     """tools.md get_work and list_runs: oldest first, paged, every item once; bad paging is invalid."""
+    ctx.must("tools-paging")
     agent, label = ctx.agent, tag()
     started = [ctx.start(agent, "conformance-queue", {"label": label})["run"]["id"] for _ in range(25)]
     seen, cursor, pages, ready_since = [], None, 0, []
@@ -707,6 +875,7 @@ def paging(ctx: Context):
     for bad in ({"limit": 0}, {"limit": 101}, {"cursor": "not-a-cursor!"}):
         ctx.refused(agent, "get_work", "invalid", label=f"get_work with {bad}", **bad)
     if "list_runs" in ctx.session.described["tools"]:
+        ctx.must("tools-list-runs")
         listed, cursor = [], None
         for _ in range(10):
             page = ctx.ok(agent, "list_runs", process="conformance-queue", inputs={"label": label}, limit=7,
@@ -724,10 +893,35 @@ def paging(ctx: Context):
         ctx.ok(ctx.operator, "cancel", runId=run_id, reason="Paging done.")
 
 
+@scenario("concurrency", processes=["conformance-queue"])
+def concurrency(ctx: Context):
+    """§6: "the server, not the client, resolves concurrent writes to one run". Two claims of one step
+    sent at the same moment: exactly one wins, the other is conflict claimed_by_other (claimed_by_you
+    when the runner has one agent token); and the winner's token is the one that submits."""
+    ctx.must("4-concurrent")
+    agents = ctx.session.agents
+    first, second = (agents[0], agents[1]) if len(agents) > 1 else (agents[0], agents[0])
+    expected = "claimed_by_other" if first is not second else "claimed_by_you"
+    for attempt in range(3):
+        run_id = ctx.start(first, "conformance-queue", {"label": tag()})["run"]["id"]
+        exchanges = ctx.call_together([(first, "claim", {"runId": run_id, "stepId": "work"}),
+                                       (second, "claim", {"runId": run_id, "stepId": "work"})])
+        won = [e for e in exchanges if e.ok]
+        ctx.equal(len(won), 1, f"of two claims at once exactly one wins (attempt {attempt + 1})", exchanges[1],
+                  hard=True)
+        [lost] = [e for e in exchanges if not e.ok]
+        ctx.equal((lost.error.get("code"), lost.error.get("issues")), ("conflict", [expected]),
+                  "the other claim is refused as the spec says", lost)
+        done = ctx.ok(won[0].actor, "submit", token=won[0].data["token"], output={"result": "won"},
+                      summary="The winner submits.")
+        ctx.equal(done["run"]["outcome"], "worked", "the winner's token completes the step")
+
+
 @scenario("size-caps", processes=["conformance-queue", "conformance-waits"])
 def size_caps(ctx: Context):
     """§6 rule 3: limits.runDataBytes bounds inputs at start, submissions and held event data;
     maxUploadBytes bounds upload; summary at most 2000 characters."""
+    ctx.must("6.3-acceptance")
     agent, described = ctx.agent, ctx.session.described
     cap = described["limits"]["runDataBytes"]
     if cap > 8 * 1024 * 1024:
@@ -742,8 +936,10 @@ def size_caps(ctx: Context):
     claimed = ctx.claim(agent, view["run"]["id"], "work")
     ctx.refused(agent, "submit", "not_accepted", token=claimed["token"], output={"result": "y" * (cap + 1)},
                 summary="Too much.", label="a submission that takes run data over the cap")
+    ctx.must("tools-submit")
     ctx.refused(agent, "submit", "invalid", token=claimed["token"], output={"result": "ok"}, summary="s" * 2001,
                 label="a summary over 2000 characters")
+    ctx.must("6.3-acceptance")
     done = ctx.ok(agent, "submit", token=claimed["token"], output={"result": "y" * 1000}, summary="Within the cap.")
     ctx.equal(done["run"]["outcome"], "worked", "a submission within the cap is accepted")
     if "send_event" in described["tools"]:
@@ -752,6 +948,7 @@ def size_caps(ctx: Context):
                             data={"blob": "z" * (cap + 1)})
         ctx.check(not exchange.ok and exchange.error.get("code") in ("invalid", "not_accepted"),
                   "held event data over the cap is refused (§6 rule 3)", exchange)
+    ctx.must("tools-upload")
     limit = described.get("maxUploadBytes", 10 * 1024 * 1024)
     if "upload" in described["tools"] and limit <= 16 * 1024 * 1024:
         exchange = ctx.call(agent, "upload", fileName="big.bin", contentType="application/octet-stream",
@@ -767,6 +964,7 @@ def size_caps(ctx: Context):
 def parallel(ctx: Context):
     """parallel-1 §3: fork in one write, a sibling's completion stales a snapshot, rework inside a
     branch touches no sibling, the join, and a rejection after the join rewinding the region."""
+    ctx.must("parallel-run")
     agent, reviewer, approver = ctx.agent, ctx.reviewer, ctx.approver
     view = ctx.start(agent, "conformance-parallel", {"subject": tag()})
     run_id = view["run"]["id"]
@@ -813,16 +1011,23 @@ def parallel(ctx: Context):
 
 @scenario("check", processes=["conformance-check"], profile="check-1")
 def check(ctx: Context):
-    """check-1 §3: whatever the evaluator answers, the verdict's effect: pass completes and records
+    """check-1 §3: each probe's verdict, and its effect: pass completes and records
     steps.<id>.check; unsure holds the candidate for a person; fail is not_accepted with check issues
     and handoff.check."""
+    ctx.must("check-run")
     agent, operator = ctx.agent, ctx.operator
     view = ctx.start(agent, "conformance-check", {"subject": tag()})
     run_id, seen = view["run"]["id"], []
+    # Each probe asks what any evaluator can answer from the submission alone: that 4 is 4 (pass), the
+    # submitter's mood (unsure), that 4 is negative (fail). A server whose verdicts differ (one that
+    # passes everything, say) fails here rather than having its verdicts followed.
+    expected = {"sure": "pass", "unsure": "unsure", "failing": "fail"}
     for step_id in ("sure", "unsure", "failing"):
         claimed = ctx.claim(agent, run_id, step_id)
         exchange = ctx.call(agent, "submit", token=claimed["token"], output={"answer": 4},
                             summary="The answer is 4.")
+        verdict = ("pass" if ctx.states(exchange.data)[step_id] == "done" else "unsure") if exchange.ok else "fail"
+        ctx.equal(verdict, expected[step_id], f"the {step_id} probe's verdict (check-1 §3)", exchange)
         if exchange.ok and ctx.states(exchange.data)[step_id] == "done":
             seen.append(f"{step_id}: pass")
             verdict = exchange.data["data"]["steps"][step_id].get("check") or {}
@@ -855,6 +1060,7 @@ def check(ctx: Context):
 # ==================================================================== cleanup
 
 
+@observes("3.5-cancel")
 def cleanup(ctx: Context):
     """Cancel every run the runner started that is still open, so a server keeps no stray work."""
     if not ctx.session.described:

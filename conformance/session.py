@@ -7,6 +7,8 @@ from pathlib import Path
 from .core import Actor, Context, Result, ScenarioFailed, ScenarioSkipped
 from .schemas import Schemas
 
+PUBLISHED = "runner-published"  # musts.py: the runner's processes are published (a precondition, not a rule)
+
 PROCESSES = Path(__file__).resolve().parent / "processes"
 CORE_PROCESSES = ["conformance-agent-loop", "conformance-fields", "conformance-decisions", "conformance-waits",
                   "conformance-wait-missing", "conformance-queue", "conformance-initiator"]
@@ -21,14 +23,15 @@ class Scenario:
     processes: tuple[str, ...] = ()
     profile: str | None = None
     always: bool = False  # runs even with --only: later scenarios depend on what it learns
+    importer: bool = False  # needs --importer: left out (and its requirements counted as not checked) without
 
 
 SCENARIOS: list[Scenario] = []
 
 
-def scenario(name: str, *, processes=(), profile=None, always=False):
+def scenario(name: str, *, processes=(), profile=None, always=False, importer=False):
     def register(function):
-        SCENARIOS.append(Scenario(name, function, tuple(processes), profile, always))
+        SCENARIOS.append(Scenario(name, function, tuple(processes), profile, always, importer))
         return function
 
     return register
@@ -39,6 +42,7 @@ class Options:
     timer_bound: float = 120.0  # how long a timer may fire late before it is a failure
     lease_wait_max: float = 15.0  # the longest lease the runner waits out to see it lapse
     spec: Path | None = None
+    importer: str | None = None  # a command with {file}: publishes one PROCESS.md on the server
 
 
 @dataclass
@@ -68,24 +72,29 @@ class Session:
                 raise ScenarioSkipped(f"describe does not offer {entry.profile}")
             missing = [name for name in entry.processes if self.described and name not in self.published]
             if missing:
-                context.check(False, f"published first: {', '.join(missing)} (see --print-publish)")
+                context.check(False, f"published first: {', '.join(missing)} (see --print-publish)", hard=True,
+                              must=PUBLISHED)
             entry.run(context)
         except ScenarioSkipped as skip:
             result.skipped = str(skip)
-        except ScenarioFailed:
-            pass
+        except ScenarioFailed as failed:
+            result.notes.append(f"stopped at {failed}: the rest of the scenario depends on it")
         except Exception as error:  # noqa: BLE001 - a runner bug or an answer of an unexpected shape
-            result.failure = result.failure or f"unexpected {type(error).__name__}: {error}"
-            if context.last is not None and result.request is None:
-                result.request, result.answer = context.last.request_text(), context.last.answer_text()
+            text = f"{type(error).__name__}: {error}"
+            if result.failures:  # most likely what an earlier failed check left behind
+                result.notes.append(f"stopped after the failures above ({text})")
+            else:
+                result.fail(f"unexpected {text}", context.requirement, context.last)
         result.seconds = time.monotonic() - began
         return result
 
     def run(self, only: set[str] | None, progress=None) -> list[Result]:
-        from . import fixtures, scenarios  # scenarios: importing it registers them
+        from . import fixtures, scenarios  # noqa: I001 - importing them registers their scenarios, in this order
+        from . import importer  # noqa: F401 - after describe, whose profiles and tools it reads
 
         results = []
-        entries = SCENARIOS + fixtures.walk_scenarios(self)
+        entries = [entry for entry in SCENARIOS if self.options.importer or not entry.importer]
+        entries += fixtures.walk_scenarios(self)
         for entry in entries:
             if only and not entry.always and not any(entry.name == o or entry.name.startswith(o + ":") for o in only):
                 continue

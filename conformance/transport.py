@@ -9,19 +9,45 @@ import threading
 import urllib.error
 import urllib.request
 from concurrent.futures import Future
+from decimal import Decimal
 
 TIMEOUT_SECONDS = 60
 
 
+def dumps_exact(value) -> str:
+    """JSON text with every Decimal written digit for digit (json.dumps would refuse it, and a float
+    would round it): the runner's way to send 1.23456789012345678901 or 1e400 as a JSON number."""
+    numbers: list[str] = []
+
+    def mark(item):
+        if isinstance(item, Decimal):
+            numbers.append(str(item))
+            return f"@@conformance-number-{len(numbers) - 1}@@"
+        if isinstance(item, dict):
+            return {k: mark(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [mark(v) for v in item]
+        return item
+
+    text = json.dumps(mark(value))
+    for index, number in enumerate(numbers):
+        text = text.replace(f'"@@conformance-number-{index}@@"', number, 1)
+    return text
+
+
 class RestTransport:
+    """Plain HTTP: the runner writes and reads the JSON itself, so a number travels exactly (a
+    fraction is read as a Decimal, never as a binary float)."""
+
     name = "rest"
+    exact_numbers = True
 
     def __init__(self, base_url: str):
         self.base_url = base_url.rstrip("/")
 
     def call(self, token: str, tool: str, arguments: dict) -> tuple[object, list[str]]:
         request = urllib.request.Request(
-            f"{self.base_url}/api/v1/tools/{tool}", data=json.dumps(arguments).encode(), method="POST",
+            f"{self.base_url}/api/v1/tools/{tool}", data=dumps_exact(arguments).encode(), method="POST",
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
                      "Accept": "application/json"})
         try:
@@ -30,7 +56,7 @@ class RestTransport:
         except urllib.error.HTTPError as error:  # every refusal still carries its envelope
             body = error.read()
         try:
-            return json.loads(body), []
+            return json.loads(body, parse_float=Decimal), []
         except ValueError:
             return None, [f"REST answer is not JSON: {body[:200]!r}"]
 
@@ -44,6 +70,7 @@ class McpTransport:
     scenarios stay plain synchronous code."""
 
     name = "mcp"
+    exact_numbers = False  # the SDK client carries numbers as binary floats both ways
 
     def __init__(self, base_url: str):
         self.url = base_url.rstrip("/") + "/mcp"

@@ -226,6 +226,7 @@ def evidence_for(kinds, ctx, actor) -> list[dict]:
 
 def drive(ctx, graph: Graph, plan: Plan):
     """Run the process along the plan; compare the completions and the outcome with the prediction."""
+    ctx.must("6.1-order")
     prediction = predict(graph, plan)
     name = graph.frontmatter["name"]
     starter = ctx.approver if graph.uses_initiator() else ctx.agent
@@ -254,7 +255,7 @@ def drive(ctx, graph: Graph, plan: Plan):
                 done.append(waiting[0])
                 view = ctx.ok(ctx.agent, "get_run", runId=run_id)
                 continue
-            ctx.check(False, f"the run is {view['run']['state']} but nothing is ready: {states}")
+            ctx.check(False, f"the run is {view['run']['state']} but nothing is ready: {states}", hard=True)
     expected = [sid for sid in prediction.completions if kind_of(graph.by_id[sid]) in ("agent", "task", "approve",
                                                                                           "wait_for")]
     if graph.branch_of:
@@ -293,7 +294,7 @@ def _work_agent_step(ctx, graph: Graph, plan: Plan, run_id: str, step_id: str) -
     if exchange.ok and exchange.data["workItems"] and any(
             w["stepId"] == step_id and w.get("escalation") for w in exchange.data["workItems"]):
         return exchange.data  # check-1 unsure: a person completes it next
-    ctx.check(exchange.ok, f"submit of {step_id} is accepted", exchange)
+    ctx.check(exchange.ok, f"submit of {step_id} is accepted", exchange, hard=True)
     return exchange.data
 
 
