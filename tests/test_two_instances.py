@@ -9,11 +9,8 @@ code path as real S3), so nothing here depends on a service that might be missin
 
 import base64
 import hashlib
-import json
 import secrets
-import urllib.error
 import urllib.request
-import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,26 +20,10 @@ from django.db import connection
 from filestore.models import StoredFile
 from runs.models import Upload
 from tests.support import s3
-from tests.support.live import database_url, start_live_server
+from tests.support.live import database_url, rest, start_live_server
 from tests.support.spec import EXAMPLES
 
 pytestmark = [pytest.mark.postgres, pytest.mark.live]
-
-
-def call(base_url: str, bearer: str, tool: str, **arguments) -> dict:
-    """One REST tool call over HTTP; the envelope's data (the call must succeed)."""
-    if tool in ("start_run", "claim", "upload", "submit"):
-        arguments["requestId"] = str(uuid.uuid4())
-    request = urllib.request.Request(f"{base_url}/api/v1/tools/{tool}", data=json.dumps(arguments).encode(),
-                                     method="POST", headers={"Content-Type": "application/json",
-                                                             "Authorization": f"Bearer {bearer}"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            envelope = json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        envelope = json.loads(error.read())
-    assert envelope["ok"], (base_url, tool, envelope)
-    return envelope["data"]
 
 
 def download(url: str) -> bytes:
@@ -77,26 +58,26 @@ def test_an_upload_on_one_instance_is_evidence_and_a_download_on_the_other(
             start_live_server(db_url, tmp_path / "b", env=environment) as b:
         assert urlsplit(a.url).port != urlsplit(b.url).port
 
-        run_id = call(a.url, agent.token, "start_run", process="supplier-onboarding",
+        run_id = rest(a.url, "start_run", agent.token, process="supplier-onboarding",
                       inputs={"vendorName": "Acme", "amount": 1})["run"]["id"]
-        lease = call(a.url, agent.token, "claim", runId=run_id, stepId="check_vendor")["token"]
+        lease = rest(a.url, "claim", agent.token, runId=run_id, stepId="check_vendor")["token"]
         content = b"%PDF-1.4 the vendor check, uploaded through instance A"
-        uploaded = call(a.url, agent.token, "upload", fileName="check.pdf", contentType="application/pdf",
+        uploaded = rest(a.url, "upload", agent.token, fileName="check.pdf", contentType="application/pdf",
                         contentBase64=base64.b64encode(content).decode())
         assert uploaded["sha256"] == hashlib.sha256(content).hexdigest()
 
         # B never saw the upload: it reads the bytes from the shared storage to check their hash.
-        view = call(b.url, agent.token, "submit", token=lease, output={"cleared": True, "summary": "ok"},
+        view = rest(b.url, "submit", agent.token, token=lease, output={"cleared": True, "summary": "ok"},
                     summary="checked", evidence=[{"kind": "file", "ref": uploaded["id"]}], next="approve",
                     reason="clear")
         [evidence] = view["data"]["steps"]["check_vendor"]["evidence"]
         assert (evidence["ref"], evidence["sha256"]) == (uploaded["id"], uploaded["sha256"])
 
-        [on_b] = call(b.url, agent.token, "get_run", runId=run_id)["data"]["steps"]["check_vendor"]["evidence"]
+        [on_b] = rest(b.url, "get_run", agent.token, runId=run_id)["data"]["steps"]["check_vendor"]["evidence"]
         assert on_b["url"].startswith(f"{b.url}/files/")
         assert download(on_b["url"]) == content
         # A link A issued opens on B as well (one SECRET_KEY, one storage).
-        [on_a] = call(a.url, agent.token, "get_run", runId=run_id)["data"]["steps"]["check_vendor"]["evidence"]
+        [on_a] = rest(a.url, "get_run", agent.token, runId=run_id)["data"]["steps"]["check_vendor"]["evidence"]
         assert on_a["url"].startswith(f"{a.url}/files/")
         assert download(b.url + on_a["url"].removeprefix(a.url)) == content
         assert hashlib.sha256(download(on_b["url"])).hexdigest() == uploaded["sha256"]

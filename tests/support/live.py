@@ -11,6 +11,7 @@ every failing test that used it. `start_live_server()` starts one with other set
 Registered in tests/conftest.py with `pytest_plugins = ["tests.support.live"]`.
 """
 
+import json
 import os
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +27,8 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import pytest
+
+from .actors import WRITES
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 60
@@ -138,6 +142,23 @@ def start_live_server(db_url: str, workdir: Path, env: dict[str, str] | None = N
     # /mcp without a token: a quick 401, no database needed.
     with serving(process, url + "/mcp", "the live server", server.log):
         yield server
+
+
+def rest(base: str, tool: str, bearer: str, /, **arguments) -> dict:
+    """One tool call over HTTP to a live server (a fresh requestId for a write); the envelope's
+    data, asserting the call succeeded."""
+    if tool in WRITES:
+        arguments["requestId"] = str(uuid.uuid4())
+    request = urllib.request.Request(f"{base}/api/v1/tools/{tool}", data=json.dumps(arguments).encode(),
+                                     method="POST", headers={"Content-Type": "application/json",
+                                                             "Authorization": f"Bearer {bearer}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            envelope = json.loads(response.read())
+    except urllib.error.HTTPError as refused:
+        envelope = json.loads(refused.read())
+    assert envelope["ok"], (base, tool, envelope)
+    return envelope["data"]
 
 
 @pytest.fixture(scope="module")
