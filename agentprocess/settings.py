@@ -235,7 +235,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in development
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
 
-# --- where uploaded files' bytes live (README "Files"): FILE_STORAGE picks one of FILE_STORAGES ---
+# --- where uploaded files' bytes live: FILE_STORAGE names one of FILE_STORAGES (README "Files on several hosts")
 # Uploads are stored under their SHA-256 (runs.models.upload_path): a name holds one content, so
 # every backend overwrites rather than inventing a second name.
 FILE_STORAGE = env.str("FILE_STORAGE", default="local")

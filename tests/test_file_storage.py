@@ -162,7 +162,8 @@ def test_a_file_whose_stored_bytes_changed_is_refused_at_submit(backend, claimed
     file_id = upload(agent, content)["id"]
     backend.tamper(f"{org.id}/{sha(content)}", b"THE REPORT AS CHANGED")
     envelope = submit(agent, token, file_id)
-    assert (envelope["error"]["code"], envelope["error"]["issues"]) == ("not_accepted", [f"evidence {file_id}: {TAMPERED}"])
+    assert (envelope["error"]["code"], envelope["error"]["issues"]) == (
+        "not_accepted", [f"evidence {file_id}: {TAMPERED}"])
 
 
 def test_a_file_missing_from_storage_is_refused_at_submit(backend, claimed, agent, org):

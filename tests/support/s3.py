@@ -64,7 +64,7 @@ def new_bucket(endpoint: str) -> str:
 
 
 def s3_environment(endpoint: str, bucket: str) -> dict[str, str]:
-    """The settings a server process reads for FILE_STORAGE=s3 (README "Files")."""
+    """The settings a server process reads for FILE_STORAGE=s3 (README "Files on several hosts")."""
     return {"FILE_STORAGE": "s3", "S3_ENDPOINT_URL": endpoint, "S3_BUCKET": bucket, "S3_REGION": REGION,
             "S3_ACCESS_KEY_ID": ACCESS_KEY, "S3_SECRET_ACCESS_KEY": SECRET_KEY}
 

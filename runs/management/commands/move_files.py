@@ -1,5 +1,6 @@
 """python manage.py move_files --to database|local|s3 [--from …]: copy every upload's bytes to
-another storage backend, each SHA-256 checked against the upload rows (README "Files")."""
+another storage backend, each SHA-256 checked against the upload rows (README "Files on several
+hosts")."""
 
 from django.conf import settings
 from django.core.files.storage import storages
