@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "processes",
     "runs",
     "workqueue",
+    "filestore",  # FILE_STORAGE=database: files' bytes in the database
 ]
 
 MIDDLEWARE = [
@@ -234,13 +235,48 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-STORAGES = {
-    # Uploads are stored under their SHA-256 (runs.models.upload_path): a name holds one content.
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"allow_overwrite": True}},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
-}
 WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in development
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
+
+# --- where uploaded files' bytes live: FILE_STORAGE names one of FILE_STORAGES (README "Files on several hosts")
+# Uploads are stored under their SHA-256 (runs.models.upload_path): a name holds one content, so
+# every backend overwrites rather than inventing a second name.
+FILE_STORAGE = env.str("FILE_STORAGE", default="local")
+S3_BUCKET = env.str("S3_BUCKET", default="")
+# Downloads redirect to a presigned URL of the bucket instead of passing through the server.
+S3_PRESIGNED_URLS = env.bool("S3_PRESIGNED_URLS", default=False)
+
+
+def s3_storage(environment) -> dict:
+    """django-storages' S3 backend from S3_* variables (a mapping: os.environ here, a test's own
+    values for its moto server): AWS S3 or any S3-compatible store (MinIO, Ceph, GCS interop).
+    Credentials left unset come from boto3's own chain (AWS_* variables, an instance role)."""
+    # Signature version 4: what every AWS region and S3-compatible store accepts (presigned URLs too).
+    options = {"bucket_name": environment.get("S3_BUCKET", ""), "file_overwrite": True, "default_acl": None,
+               "querystring_auth": True, "signature_version": "s3v4"}
+    for option, variable in (("endpoint_url", "S3_ENDPOINT_URL"), ("region_name", "S3_REGION"),
+                             ("access_key", "S3_ACCESS_KEY_ID"), ("secret_key", "S3_SECRET_ACCESS_KEY"),
+                             ("addressing_style", "S3_ADDRESSING_STYLE")):
+        if value := environment.get(variable, ""):
+            options[option] = value
+    return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": options}
+
+
+FILE_STORAGES = {
+    "local": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"allow_overwrite": True}},
+    "database": {"BACKEND": "filestore.storage.DatabaseStorage"},
+    **({"s3": s3_storage(os.environ)} if S3_BUCKET else {}),
+}
+if FILE_STORAGE not in ("local", "database", "s3"):
+    raise ImproperlyConfigured(f"FILE_STORAGE={FILE_STORAGE!r}: use local, database or s3")
+if FILE_STORAGE not in FILE_STORAGES:
+    raise ImproperlyConfigured("FILE_STORAGE=s3 needs S3_BUCKET (and S3_ENDPOINT_URL for a store other than AWS)")
+if S3_PRESIGNED_URLS and FILE_STORAGE != "s3":
+    raise ImproperlyConfigured("S3_PRESIGNED_URLS is for FILE_STORAGE=s3")
+STORAGES = {
+    "default": FILE_STORAGES[FILE_STORAGE],
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 LOGIN_URL = "/accounts/login/"
 # Django's, with the email address read without case (people's addresses are stored lower-cased).

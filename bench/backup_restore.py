@@ -5,8 +5,8 @@
 Builds an organization through the tool layer (tests/support/backup_org.py: runs in every state,
 with small files as evidence and as inputs), takes get_run of every run, backs it up with
 `backup_org`, and restores the archive with `restore_org` in another process into a second,
-freshly migrated database whose files go to another storage backend (Django's InMemoryStorage:
-tests/support/memory_storage_settings.py). There it takes get_run of every run again and hashes
+freshly migrated database whose files go to another storage backend (FILE_STORAGE=database: the
+bytes in that database's filestore tables). There it takes get_run of every run again and hashes
 every upload's bytes read through the storage. Prints the time of each phase, the archive's size,
 and whether every view (file URLs aside) and every hash agree. Figures only; nothing is asserted.
 """
@@ -31,8 +31,8 @@ def second_server(archive: Path, *options: str) -> dict | None:
     """tests/support/restore_probe.py on the second database; its JSON answer."""
     from kernel import jsonio
 
-    env = common.server_env({"DATABASE_URL": common.database_url(TARGET_DB), "DB_POOL": "0", "CACHE_URL": "locmem"},
-                            settings_module="tests.support.memory_storage_settings")
+    env = common.server_env({"DATABASE_URL": common.database_url(TARGET_DB), "DB_POOL": "0", "CACHE_URL": "locmem",
+                             "FILE_STORAGE": "database"})
     done = subprocess.run([str(common.PYTHON), "-m", "tests.support.restore_probe", str(archive), "--slug", "acme",
                            "--at", AT.isoformat(), *options], cwd=common.ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:

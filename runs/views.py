@@ -1,11 +1,13 @@
-"""File download behind the short-lived signed URLs of run data (spec §5)."""
+"""File download behind the short-lived signed URLs of run data (spec §5): the server streams the
+stored bytes, or with S3_PRESIGNED_URLS redirects to a presigned URL of the bucket."""
 
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, HttpResponseRedirect
 
 from kernel.identity import person_identity
 
 from . import visibility
 from .models import Upload
+from .services import stored_files
 from .services.rundata import read_file_token
 
 
@@ -24,6 +26,9 @@ def file_download(request, upload_id: str):
     upload = Upload.objects.filter(pk=upload_id, organization_id=organization_id).first()
     if upload is None:
         raise Http404("No such file.")
+    if bucket_url := stored_files.presigned_url(upload.file.name, file_name=upload.file_name,
+                                                content_type=upload.content_type):
+        return HttpResponseRedirect(bucket_url)
     response = FileResponse(upload.file.open("rb"), content_type=upload.content_type,
                             as_attachment=False, filename=upload.file_name)
     response["X-Content-Type-Options"] = "nosniff"

@@ -9,7 +9,7 @@ from kernel import clock
 
 from .support.actors import Actor
 
-pytest_plugins = ["tests.support.live"]
+pytest_plugins = ["tests.support.live", "tests.support.s3"]
 
 CI = os.environ.get("CI", "").lower() == "true"
 

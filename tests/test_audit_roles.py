@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -26,9 +25,8 @@ import pytest
 from django.db import connection
 from psycopg import sql
 
-from tests.support.actors import WRITES
 from tests.support.flows import LINK
-from tests.support.live import ROOT, start_live_server
+from tests.support.live import ROOT, rest, start_live_server
 from tests.support.processes import SCREEN_AND_APPROVE
 
 pytestmark = pytest.mark.postgres
@@ -109,21 +107,6 @@ def refusal(conn: psycopg.Connection, statement: str) -> tuple[str, str]:
     with pytest.raises(psycopg.Error) as refused:
         conn.execute(statement)
     return refused.value.sqlstate, refused.value.diag.message_primary
-
-
-def rest(base: str, tool: str, bearer: str, /, **arguments) -> dict:
-    if tool in WRITES:
-        arguments["requestId"] = str(uuid.uuid4())
-    request = urllib.request.Request(f"{base}/api/v1/tools/{tool}", data=json.dumps(arguments).encode(),
-                                     method="POST", headers={"Content-Type": "application/json",
-                                                             "Authorization": f"Bearer {bearer}"})
-    try:
-        with urllib.request.urlopen(request, timeout=20) as response:
-            envelope = json.loads(response.read())
-    except urllib.error.HTTPError as refused:
-        envelope = json.loads(refused.read())
-    assert envelope["ok"], (tool, envelope)
-    return envelope["data"]
 
 
 def sign_in(base: str, email: str) -> str:

@@ -99,7 +99,8 @@ def test_every_table_of_an_organization_is_backed_up_or_left_out_on_purpose():
     carried = [table.label for table in tables()]
     assert len(carried) == len(set(carried)) and not set(carried) & set(LEFT_OUT)
     assert all(apps.get_model(label) for label in LEFT_OUT)
-    assert set(LEFT_OUT) == {"agentprocess.ApiToken", "agentprocess.AgentApplication"}
+    assert set(LEFT_OUT) == {"agentprocess.ApiToken", "agentprocess.AgentApplication",
+                             "filestore.StoredFile", "filestore.FileChunk"}
 
 
 def test_restore_into_an_empty_server_answers_get_run_the_same(acme, settings, tmp_path):
@@ -383,13 +384,13 @@ def test_password_hashes_travel_only_when_asked(small, settings, tmp_path):
 
 
 def probe(archive: Path, env: dict, *options: str) -> dict | None:
-    """tests/support/restore_probe.py in a subprocess on `env`'s database, its files in Django's
-    InMemoryStorage: restore_org's exit, output, and what that server then answers."""
+    """tests/support/restore_probe.py in a subprocess on `env`'s database, its files in that database
+    (FILE_STORAGE=database; the suite's server keeps them in a local folder): restore_org's exit,
+    output, and what that server then answers."""
     result = subprocess.run(
         [sys.executable, "-m", "tests.support.restore_probe", str(archive), "--slug", "acme", "--at", AT.isoformat(),
          *options],
-        cwd=ROOT, env={**os.environ, "CACHE_URL": "locmem",
-                       "DJANGO_SETTINGS_MODULE": "tests.support.memory_storage_settings", **env},
+        cwd=ROOT, env={**os.environ, "CACHE_URL": "locmem", "FILE_STORAGE": "database", **env},
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return jsonio.loads(result.stdout.splitlines()[-1]) if result.stdout.strip() else None
@@ -422,7 +423,7 @@ def test_restore_into_another_database_on_another_storage_backend(acme, tmp_path
             "migrate\nnothing was restored\n")
     else:
         answer = probe(archive, {"DATABASE_URL": f"sqlite:///{tmp_path / 'second.sqlite3'}"}, "--migrate")
-    assert (answer["exit"], answer["err"], answer["storage"]) == (0, "", "InMemoryStorage")
+    assert (answer["exit"], answer["err"], answer["storage"]) == (0, "", "DatabaseStorage")
     assert backup_org.without_urls(answer["views"]) == backup_org.without_urls(before["views"])
     assert {upload: tuple(hashes) for upload, hashes in answer["files"].items()} == before["files"]
     assert all(read == recorded for read, recorded in answer["files"].values())

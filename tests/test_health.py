@@ -224,3 +224,15 @@ def test_readyz_of_a_live_server_is_503_naming_the_database_while_postgresql_is_
             assert back.status_code == 200 and back.json()["failing"] == [], back.text
     finally:
         proxy.stop()
+
+
+def test_readyz_with_files_in_the_database_reports_the_storage_ready(transactional_db, client, settings):
+    """Issue 22: "/readyz (… storage writable)". With FILE_STORAGE=database the bytes are rows of
+    filestore/, whose names must sit in an organization's folder, so no probe file is written: the
+    file table must answer on the app's connection."""
+    settings.CELERY_BROKER_URL = "filesystem://"
+    settings.FILE_STORAGE = "database"
+    settings.STORAGES = {**settings.STORAGES, "default": {"BACKEND": "filestore.storage.DatabaseStorage"}}
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    assert response.json()["checks"]["storage"] == {"status": "ok", "reason": "in the database"}

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-OUR_APPS = ("agentprocess", "processes", "runs")
+OUR_APPS = ("agentprocess", "processes", "runs", "filestore")
 # Read by every organization's requests, small, or the key itself.
 REFERENCE_TABLES = {"agentprocess.Organization"}
 PAID = """---

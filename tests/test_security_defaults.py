@@ -29,6 +29,7 @@ README_DEPLOYMENT = {  # README "Deploying on PostgreSQL + Redis with several wo
     "PUBLIC_BASE_URL": "https://process.example.com",
     "SECRET_KEY": STRONG_KEY,
     "EMAIL_URL": "smtp+tls://mailer:secret@smtp.example.com:587",
+    "FILE_STORAGE": "s3", "S3_BUCKET": "agentprocess-files", "S3_REGION": "eu-central-1",
 }
 
 

@@ -4,14 +4,13 @@ Every issue is collected; nothing is written here.
 """
 
 import copy
-import hashlib
 
 from kernel.clock import iso
 from processes.definition import StepDef
 from processes.fields import check_fields
 
 from ..models import Upload
-from . import rundata
+from . import rundata, stored_files
 
 
 def _route_issues(step: StepDef, next_choice, reason) -> list[str]:
@@ -34,14 +33,7 @@ def _route_issues(step: StepDef, next_choice, reason) -> list[str]:
 
 
 def stored_bytes_match(upload: Upload) -> bool:
-    digest = hashlib.sha256()
-    try:
-        with upload.file.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1024 * 1024), b""):
-                digest.update(chunk)
-    except OSError:
-        return False
-    return digest.hexdigest() == upload.sha256
+    return stored_files.sha256_of(upload.file.name) == upload.sha256
 
 
 def _evidence_issues(step: StepDef, evidence: list[dict], organization_id: int) -> tuple[list[str], list[dict]]:

@@ -426,7 +426,7 @@ def _store_file(name: str, stream, sha256: str, written: list[str]) -> str:
         stored = stored_files.save_stream(name, stream)
         written.append(stored)
         name = stored
-    if stored_files.sha256_of(name)[0] != sha256:
+    if stored_files.sha256_of(name) != sha256:
         raise RestoreRefused([f"{FILES}{sha256}: the storage holds other bytes under {name}"])
     return name
 
@@ -437,7 +437,7 @@ def _verify_restored(organization_id: int, verified: Verified) -> tuple[int, int
     issues, files = [], {}
     for upload in Upload.objects.filter(organization_id=organization_id).order_by("pk").iterator():
         if upload.file.name not in files:
-            files[upload.file.name] = stored_files.sha256_of(upload.file.name)
+            files[upload.file.name] = (stored_files.sha256_of(upload.file.name), stored_files.size_of(upload.file.name))
         if files[upload.file.name] != (upload.sha256, upload.size):
             issues.append(f"upload {upload.id}: the stored file does not match its SHA-256 and size")
     versions = 0

@@ -11,6 +11,7 @@ every failing test that used it. `start_live_server()` starts one with other set
 Registered in tests/conftest.py with `pytest_plugins = ["tests.support.live"]`.
 """
 
+import json
 import os
 import socket
 import subprocess
@@ -18,13 +19,16 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import pytest
+
+from .actors import WRITES
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 60
@@ -69,14 +73,38 @@ def database_url(settings_dict: dict) -> str:
     pytest.fail(f"no live server support for the database engine {engine}")
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
+    """Something serves HTTP there (any status counts)."""
     try:
-        urllib.request.urlopen(url + "/mcp", timeout=2)  # without a token: a quick 401, no DB needed
+        urllib.request.urlopen(url, timeout=2)
     except urllib.error.HTTPError:
         return True
     except OSError:
         return False
     return True
+
+
+@contextmanager
+def serving(process: subprocess.Popen, probe_url: str, what: str, log: Callable[[], str],
+            startup_seconds: float = STARTUP_SECONDS) -> Iterator[None]:
+    """The block runs once `probe_url` answers; the process is stopped when it ends (terminated,
+    killed if it lingers). A process that exits or never answers fails with its log."""
+    try:
+        deadline = time.monotonic() + startup_seconds
+        while not answers(probe_url):
+            if process.poll() is not None:
+                raise RuntimeError(f"{what} exited with {process.returncode}:\n{log()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not answer within {startup_seconds} s:\n{log()}")
+            time.sleep(0.1)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @contextmanager
@@ -111,22 +139,26 @@ def start_live_server(db_url: str, workdir: Path, env: dict[str, str] | None = N
         )
     listener.close()
     server = LiveServer(url=url, process=process, log_path=log_path)
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not _answers(url):
-            if process.poll() is not None:
-                raise RuntimeError(f"the live server exited with {process.returncode}:\n{server.log()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the live server did not answer within {STARTUP_SECONDS} s:\n{server.log()}")
-            time.sleep(0.1)
+    # /mcp without a token: a quick 401, no database needed.
+    with serving(process, url + "/mcp", "the live server", server.log):
         yield server
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+
+
+def rest(base: str, tool: str, bearer: str, /, **arguments) -> dict:
+    """One tool call over HTTP to a live server (a fresh requestId for a write); the envelope's
+    data, asserting the call succeeded."""
+    if tool in WRITES:
+        arguments["requestId"] = str(uuid.uuid4())
+    request = urllib.request.Request(f"{base}/api/v1/tools/{tool}", data=json.dumps(arguments).encode(),
+                                     method="POST", headers={"Content-Type": "application/json",
+                                                             "Authorization": f"Bearer {bearer}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            envelope = json.loads(response.read())
+    except urllib.error.HTTPError as refused:
+        envelope = json.loads(refused.read())
+    assert envelope["ok"], (base, tool, envelope)
+    return envelope["data"]
 
 
 @pytest.fixture(scope="module")
