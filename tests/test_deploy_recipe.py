@@ -16,12 +16,25 @@ DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
 
 
+ENV_FILE = DEPLOY / "agentprocess.env"
+README = DEPLOY.parent / "README.md"
+
+
+def _environment() -> dict[str, str]:
+    """deploy/agentprocess.env as systemd's EnvironmentFile reads it."""
+    lines = [line.strip() for line in ENV_FILE.read_text().splitlines()]
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
 def _exec_start(unit: Path) -> list[str]:
+    """The unit's ExecStart as systemd runs it: ${NAME} replaced from the example environment file."""
     text = unit.read_text().replace("\\\n", " ")  # systemd's line continuations
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     parser.optionxform = str
     parser.read_string(text)
-    return shlex.split(parser["Service"]["ExecStart"])
+    environment = _environment()
+    command = re.sub(r"\$\{(\w+)\}", lambda name: environment[name.group(1)], parser["Service"]["ExecStart"])
+    return shlex.split(command)
 
 
 def _procfile() -> dict[str, list[str]]:
@@ -68,8 +81,29 @@ def test_each_unit_runs_this_checkouts_programs_with_flags_they_accept(unit):
     params = _parses(argv)
     if "web" in unit.stem:
         # Behind the proxy: the client's address and scheme come from it, and only from it.
-        assert params["proxy_headers"] and params["forwarded_allow_ips"] == "127.0.0.1"
-        assert params["host"] == "127.0.0.1" and params["workers"] >= 2
+        environment = _environment()
+        assert params["proxy_headers"] and params["forwarded_allow_ips"] == environment["PROXY_ADDRESSES"]
+        assert params["host"] == environment["WEB_HOST"] and params["workers"] >= 2
+        # The proxy's upstream names this host where the unit listens.
+        upstream = re.findall(r"^\s*server (\S+) ", (DEPLOY / "nginx.conf").read_text(), re.MULTILINE)
+        assert f"{params['host']}:{params['port']}" in upstream
+
+
+def test_every_unit_reads_the_environment_file_and_every_name_it_uses_is_in_it():
+    environment = _environment()
+    for unit in UNITS:
+        text = unit.read_text()
+        assert "EnvironmentFile=/etc/agentprocess/agentprocess.env" in text, unit.name
+        assert set(re.findall(r"\$\{(\w+)\}", text)) <= set(environment), unit.name
+
+
+def test_every_setting_of_the_environment_file_is_one_the_readme_describes():
+    """A misspelt name in the example (S3_BUKET) would be ignored without a word on every host."""
+    unit_only = {"WEB_HOST", "PROXY_ADDRESSES"}  # read by the units' command lines, not by the server
+    configuration = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    described = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", configuration))
+    commented = set(re.findall(r"^# ([A-Z][A-Z0-9_]+)=", ENV_FILE.read_text(), re.MULTILINE))
+    assert (set(_environment()) | commented) - unit_only - described == set()
 
 
 @pytest.mark.parametrize("name", ["web", "worker", "beat"])
