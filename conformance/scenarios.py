@@ -5,6 +5,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
+import time
 import uuid
 from decimal import Decimal
 
@@ -218,8 +219,8 @@ def identities(ctx: Context):
 @scenario("agent-loop", processes=["conformance-agent-loop"])
 def agent_loop(ctx: Context):
     """§3.3 and tools.md: get_work, claim (replay, claimed_by_you/other), renew, upload, submit
-    (not_accepted with every issue, a failed call not recorded), a lapsed lease's handoff, replay
-    of a lost claim, the token rules of §6 rule 2."""
+    (not_accepted with every issue, a failed call not recorded), the token rules of §6 rule 2 (a
+    lapsed lease: the lease-lapse scenario)."""
     agent, described = ctx.agent, ctx.session.described
     inputs = {"subject": tag()}
     ctx.must("3.2-moving-on")
@@ -254,7 +255,7 @@ def agent_loop(ctx: Context):
 
     claim_request = new_request_id()
     claimed = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
-    token = first_token = claimed["token"]
+    token = claimed["token"]
     ctx.equal(claimed["step"]["output"], {"cleared": "boolean", "findings": "string"}, "claim.step.output")
     ctx.equal(claimed["step"]["evidence"], ["file"], "claim.step.evidence")
     ctx.equal([route["to"] for route in claimed["step"]["next"]], ["approve", "decline"], "claim.step.next routes")
@@ -320,36 +321,6 @@ def agent_loop(ctx: Context):
               "the issue names the missing upload (tools.md)")
     ctx.equal(ctx.states(ctx.ok(agent, "get_run", runId=run_id))["screen"], "claimed",
               "a refused submission changes nothing; the claim stands")
-
-    ctx.must("3.3-handoff")
-    if tool_offered(ctx, "renew") and described["leaseSeconds"] <= ctx.session.options.lease_wait_max:
-        # §3.3: when a lease ends the step is claimable at once, and its handoff carries the last
-        # progress note and the last issues; the old token is stale; a lost claim replays.
-        renewed = ctx.ok(agent, "renew", token=token, progress="Half way: the first list is clear.")
-        token = renewed["token"]
-        lapse = max(0.0, (parse_instant(renewed["expiresAt"]) - utc_now()).total_seconds())
-        ctx.wait_for(lambda: utc_now() > parse_instant(renewed["expiresAt"]) + dt.timedelta(seconds=0.5),
-                     lapse + 5, "the lease lapses")
-        item = ctx.find_work(agent, run_id, "screen", process="conformance-agent-loop",
-                             label="a step whose lease ended is listed again at once (§3.3)")
-        handoff = item["handoff"] or {}
-        ctx.equal(handoff.get("progress"), "Half way: the first list is clear.", "handoff.progress after a lapse")
-        ctx.equal(sorted(handoff.get("issues") or []), sorted(missing_file.get("issues") or []),
-                  "handoff.issues of the last refused submission")
-        ctx.must("3.3-lease")
-        ctx.refused(agent, "submit", "stale", token=token, output={"cleared": True, "findings": "x"},
-                    summary="Too late.", label="submit after the lease ended (§6 rule 2)")
-        ctx.refused(agent, "renew", "stale", token=token, label="renew after the lease ended (tools.md renew)")
-        ctx.must("3.3-lost-replay")
-        lost = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
-        ctx.equal(lost["token"], first_token, "a lost claim replayed after its lease ended: the original token")
-        ctx.must("3.3-handoff")
-        claimed = ctx.claim(agent, run_id, "screen")
-        ctx.equal((claimed["handoff"] or {}).get("progress"), "Half way: the first list is clear.",
-                  "the next claim carries the handoff")
-        token = claimed["token"]
-    else:
-        ctx.note(f"lease of {described['leaseSeconds']} s is longer than --lease-wait-max: its lapse not waited out")
 
     ctx.must("4-write-view")
     done = submit_screen(ctx, token, uploaded["id"], requestId=failed_request)  # a refused call is not recorded
@@ -467,11 +438,133 @@ def escalation(ctx: Context):
               "a person completing an escalated step is recorded as by")
 
 
+@scenario("lease-lapse", processes=["conformance-agent-loop"], background=True)
+def lease_lapse(ctx: Context):
+    """§3.3: "When a lease ends the step is claimable immediately"; the handoff carries the last
+    progress note and the issues of the last refused submission; the lapsed token is stale for
+    submit and renew; "a lost claim … is retried with the same requestId and returns the original
+    result, token included, even if the lease has ended since". The lease is waited out (beside the
+    other scenarios) when describe's leaseSeconds is at most --lease-wait-max."""
+    ctx.must("3.3-lease-lapse")
+    agent, lease = ctx.agent, ctx.session.described["leaseSeconds"]
+    longest = ctx.session.options.lease_wait_max
+    if lease > longest:
+        ctx.skip(f"the lease of {lease} s is longer than --lease-wait-max {longest:.0f} s: its lapse is not waited out")
+    view = ctx.start(agent, "conformance-agent-loop", {"subject": tag()})
+    run_id, claim_request = view["run"]["id"], new_request_id()
+    claimed = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
+    token = first_token = claimed["token"]
+    expires, progress = claimed["expiresAt"], None
+    if "renew" in (ctx.session.described.get("tools") or []):
+        progress = "Half way: the first list is clear."
+        renewed = ctx.ok(agent, "renew", token=token, progress=progress)
+        token, expires = renewed["token"], renewed["expiresAt"]
+    else:
+        ctx.note("renew is not offered: no progress note to hand off")
+    refused = ctx.refused(agent, "submit", "not_accepted", token=token, output={"cleared": True, "findings": "x"},
+                          summary="Without the file.", label="a submission without its file (its issues are handed off)")
+    lapse = max(0.0, (parse_instant(expires) - utc_now()).total_seconds())
+    ctx.wait_for(lambda: utc_now() > parse_instant(expires) + dt.timedelta(seconds=0.5), lapse + 5,
+                 "the lease lapses", pause=min(5.0, max(0.25, lapse / 20)))
+    item = ctx.find_work(agent, run_id, "screen", process="conformance-agent-loop",
+                         label="a step whose lease ended is listed again at once (§3.3)")
+    handoff = item["handoff"] or {}
+    if progress:
+        ctx.equal(handoff.get("progress"), progress, "handoff.progress after a lapse")
+    ctx.equal(sorted(handoff.get("issues") or []), sorted(refused.get("issues") or []),
+              "handoff.issues of the last refused submission")
+    ctx.refused(agent, "submit", "stale", token=token, output={"cleared": True, "findings": "x"},
+                summary="Too late.", label="submit after the lease ended (§6 rule 2)")
+    if progress:
+        ctx.refused(agent, "renew", "stale", token=token, label="renew after the lease ended (tools.md renew)")
+    lost = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
+    ctx.equal(lost["token"], first_token, "a lost claim replayed after its lease ended: the original token")
+    claimed = ctx.claim(agent, run_id, "screen")
+    ctx.equal((claimed["handoff"] or {}).get("progress"), progress, "the next claim carries the handoff")
+    ctx.note(f"lease of {lease} s waited out")
+
+
+# One minute is the shortest duration a file can say (§2.4). Times in run data may be whole seconds,
+# so a deadline read from them can be up to a second early: the late event goes this much after it.
+MINUTE = dt.timedelta(minutes=1)
+LATE_MARGIN = dt.timedelta(seconds=1.5)
+
+
+@scenario("timers", processes=["conformance-timers"], background=True)
+def timers(ctx: Context):
+    """§2.2 `due`, `timeout` and `on_timeout`, with the shortest duration (1m), beside the other
+    scenarios: an event before the timeout is consumed by the wait; after it, the run "continues
+    at on_timeout" whether or not the server's timer fired yet, and the late event is not consumed
+    by the timed-out wait; the timeout fires on its own within --timer-bound; a step past its `due`
+    is overdue and still open."""
+    ctx.must("2.2-timeout")
+    agent, bound = ctx.agent, ctx.session.options.timer_bound
+    if not tool_offered(ctx, "send_event"):
+        ctx.skip("send_event is not offered")
+    waiting = {}
+    for role in ("in-time", "late-event", "alone"):
+        view = ctx.start(agent, "conformance-timers", {"label": tag()})
+        claimed = ctx.claim(agent, view["run"]["id"], "start")
+        view = ctx.ok(agent, "submit", token=claimed["token"], output={}, summary="Started.")
+        ctx.equal(ctx.states(view)["hold"], "waiting", f"a wait_for with a timeout waits ({role})")
+        waiting[role] = (view["run"]["id"], parse_instant(view["data"]["steps"]["start"]["at"]) + MINUTE)
+    ctx.must("2.2-due")
+    view = ctx.start(agent, "conformance-timers", {"label": tag()})
+    due_run = view["run"]["id"]
+    [row] = [step for step in view["steps"] if step["id"] == "start"]
+    item = ctx.find_work(agent, due_run, "start", process="conformance-timers")
+    due = parse_instant(item["due"])
+    ctx.check(abs((due - parse_instant(item["readySince"]) - MINUTE).total_seconds()) <= 1,
+              f"due is a minute after the step became ready ({item['readySince']} → {item['due']})")
+    ctx.equal((row.get("due"), row.get("overdue")), (item["due"], False), "the run view shows the due, not overdue")
+    ctx.equal(item["overdue"], False, "get_work: not overdue before its due")
+
+    ctx.must("2.2-timeout")
+    run_id, _ = waiting["in-time"]
+    sent = ctx.ok(agent, "send_event", runId=run_id, name="conformance-timer", data={"n": 1})
+    ctx.equal(sent["consumedBy"], "hold", "an event before the timeout is consumed by the wait")
+    view = ctx.ok(agent, "get_run", runId=run_id)
+    ctx.equal({k: ctx.states(view)[k] for k in ("hold", "caught", "late")}, {"hold": "done", "caught": "ready",
+              "late": None}, "an event in time: the run goes on at the wait's next, not at on_timeout")
+
+    run_id, deadline = waiting["late-event"]
+    time.sleep(max(0.0, (deadline + LATE_MARGIN - utc_now()).total_seconds()))
+    exchange = ctx.call(agent, "send_event", runId=run_id, name="conformance-timer", data={"n": 2})
+    ctx.check(exchange.ok and exchange.data.get("consumedBy") != "hold",
+              "an event after the timeout is not consumed by the timed-out wait", exchange)
+    view = ctx.ok(agent, "get_run", runId=run_id)
+    ctx.equal({k: ctx.states(view)[k] for k in ("hold", "caught", "late")}, {"hold": "done", "caught": None,
+              "late": "ready"}, "after the timeout the run goes on at on_timeout, however soon an event came")
+    ctx.equal(("output" in view["data"]["steps"]["hold"], view["data"]["steps"]["hold"].get("by")), (False, "server"),
+              "a timed-out wait records by server and no event data")
+
+    run_id, deadline = waiting["alone"]
+
+    def timed_out():
+        current = ctx.ok(agent, "get_run", runId=run_id)
+        return current if ctx.states(current)["late"] == "ready" else None
+
+    left = max(0.0, (deadline - utc_now()).total_seconds())
+    view, _ = ctx.wait_for(timed_out, left + bound, "the timeout fires and the run goes on at on_timeout", pause=0.5)
+    ctx.equal(ctx.states(view)["caught"], None, "a timeout alone: the wait's next is not made ready")
+    ctx.note(f"timeout fired within {(utc_now() - deadline).total_seconds():.1f} s of its time (bound {bound:.0f} s)")
+
+    ctx.must("2.2-due")
+    time.sleep(max(0.0, (due + dt.timedelta(seconds=0.5) - utc_now()).total_seconds()))
+    view = ctx.ok(agent, "get_run", runId=due_run)
+    [row] = [step for step in view["steps"] if step["id"] == "start"]
+    ctx.equal((row["state"], row.get("due"), row.get("overdue")), ("ready", item["due"], True),
+              "past its due the step is overdue and still open (§2.2: the work stays open)")
+    item = ctx.find_work(agent, due_run, "start", process="conformance-timers")
+    ctx.equal(item["overdue"], True, "get_work: overdue past its due")
+
+
 @scenario("replays", processes=["conformance-agent-loop", "conformance-waits"])
 def replays(ctx: Context):
     """§4: "Repeating it with the same arguments returns the original result and changes nothing.
     Repeating it with different arguments is a conflict." For upload, renew, escalate, decide,
-    send_event and submit (start_run, claim and cancel: agent-loop and cancel)."""
+    send_event and submit (start_run, claim and cancel: agent-loop and cancel): the replay's answer
+    is compared with the original's, so a server that runs a replay again fails here."""
     agent, operator = ctx.agent, ctx.operator
     ctx.must("4-idempotent")
 
@@ -479,8 +572,9 @@ def replays(ctx: Context):
         """The write, its replay (the same answer), and the requestId reused with `changed` (conflict)."""
         arguments.setdefault("requestId", new_request_id())
         first = ctx.ok(actor, tool, **arguments)
-        again = ctx.ok(actor, tool, **arguments)
-        ctx.equal(without_urls(again), without_urls(first), f"a replayed {label} returns the original result")
+        again = ctx.call(actor, tool, **arguments)
+        ctx.check(again.ok and without_urls(again.data) == without_urls(first),
+                  f"a replayed {label} returns the original result", again)
         ctx.refused(actor, tool, "conflict", label=f"a {label} requestId reused with other arguments",
                     **{**arguments, **changed})
         return first
@@ -526,12 +620,11 @@ def replays(ctx: Context):
     claimed = ctx.claim(agent, run_id, "screen")
     uploaded = upload_file(ctx, agent)
     ctx.must("4-idempotent")
-    request = new_request_id()
-    submit_screen(ctx, claimed["token"], uploaded["id"], requestId=request)
-    ctx.refused(agent, "submit", "conflict", label="a submit requestId reused with other arguments",
-                token=claimed["token"], output={"cleared": False, "findings": "Other."},
-                evidence=[{"kind": "file", "ref": uploaded["id"]}], summary="Other.", next="decline",
-                reason="Other.", requestId=request)
+    view = replayed(agent, "submit", "submit", {"output": {"cleared": False, "findings": "Other."}, "next": "decline"},
+                    token=claimed["token"], output={"cleared": True, "findings": "No hits."},
+                    evidence=[{"kind": "file", "ref": uploaded["id"]}], summary="Screened both lists.",
+                    next="approve", reason="The findings support the verdict.")
+    ctx.equal(ctx.states(view)["approve"], "waiting", "the submitted step's next waits on a person once")
     ctx.ok(operator, "cancel", runId=run_id, reason="Replays done.")
 
 

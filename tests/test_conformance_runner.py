@@ -118,7 +118,7 @@ def conformance_server(tmp_path: Path, *, spec: bool, settings_module: str | Non
     assert all(line.startswith(".venv/bin/python manage.py import_process ") for line in lines), lines
     with ThreadPoolExecutor(4) as pool:  # each line as printed, a fresh Django process; four at a time
         published = list(pool.map(lambda line: run_line(env, line), lines))
-    assert len(published) == (21 if spec else 9)
+    assert len(published) == (22 if spec else 10)
     assert all(re.search(r"^published \S+ version \d+ [0-9a-f]{64}$", out, re.MULTILINE) for out in published), published
     try:
         with start_live_server(env["DATABASE_URL"], tmp_path, env=server_env) as server, sweeping(env):
@@ -182,12 +182,15 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
                 # observable requirement is checked but the three this server cannot show: it offers both
                 # profiles and every optional tool, so it has nothing of them to refuse.
                 assert re.search(r": passed, 3 MUSTs not checked \(4\.2-refuse-missing-tool, parallel-refuse, "
-                                 r"check-refuse\); 5 MUSTs not observable", last), last
-                assert found["importer"][0] == "pass", done.stdout[-3000:]
+                                 r"check-refuse\); 6 MUSTs not observable", last), last
+                assert (found["importer:accept"][0], found["importer:refuse"][0]) == ("pass", "pass"), done.stdout[-3000:]
             else:  # without it the closing line counts what the runner could not check
                 assert re.search(r": passed, 9 MUSTs not checked \(2\.1-yaml-core, 2\.1-refusals, ", last), last
-                assert "importer" not in found
+                assert not any(name.startswith("importer") for name in found)
             assert re.search(r"timer fired within [\d.]+ s of its time \(bound 30 s\)", done.stdout), done.stdout[-3000:]
+            # The one-minute timers and the lease's lapse ran, beside the other scenarios.
+            assert re.search(r"timeout fired within [\d.]+ s of its time \(bound 30 s\)", notes(junit, "timers"))
+            assert notes(junit, "lease-lapse") == f"lease of {LEASE_SECONDS} s waited out"
             # The scripted evaluator makes each of the three check-1 verdicts happen once.
             assert "verdicts: sure: pass, unsure: unsure, failing: fail" in notes(junit, "check")
             closing[transport] = last
@@ -197,7 +200,7 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
     print("\n".join(f"{transport}: {line}" for transport, line in closing.items()))
     # Same verdict over both transports: the same scenarios, the same (known) failures.
     counts = {t: int(re.search(r"(\d+) scenarios", line).group(1)) for t, line in closing.items()}
-    assert counts["mcp"] + 1 == counts["rest"], closing  # the same scenarios, and the importer's over REST
+    assert counts["mcp"] + 2 == counts["rest"], closing  # the same scenarios, and the importer's two over REST
 
 
 @pytest.mark.postgres
@@ -234,4 +237,4 @@ def test_the_runner_imports_nothing_of_the_server():
              for name, line in imported_names(f"conformance.{path.stem}", path)
              if name.split(".")[0] in PACKAGES]
     assert found == []
-    assert len(list(folder.glob("processes/*/PROCESS.md"))) == 9
+    assert len(list(folder.glob("processes/*/PROCESS.md"))) == 10
