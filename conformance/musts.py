@@ -148,6 +148,10 @@ MUSTS = [
          "publication", importer=True),
     Must("check-run", "check-1 §3, §5", "pass completes and records the verdict; unsure holds the candidate for "
          "a person; fail is not_accepted with check issues and handoff.check; describe lists the limits"),
+    Must("check-worst", "check-1 §2, §3", "each answer is judged by the question's thresholds (the file's, else "
+         "describe.limits'); the verdict is the worst question: unsure outranks fail, fail outranks pass"),
+    Must("check-material", "check-1 §2", "the evaluator sees the step's instructions, the body, the run data, the "
+         "submission and each question"),
     Must("check-refuse", "check-1, spec §8", "a server without check-1 refuses a check file at publication",
          importer=True),
     # ---------------------------------------------------------------- the runner's own

@@ -10,6 +10,7 @@ import uuid
 from decimal import Decimal
 
 from .core import Context, new_request_id, observes
+from .evaluator import default_verdict
 from .session import CORE_PROCESSES, PROFILE_PROCESSES, scenario
 from .walk import load_frontmatter, runner_process_text
 
@@ -1106,14 +1107,17 @@ def parallel(ctx: Context):
 def check(ctx: Context):
     """check-1 §3: each probe's verdict, and its effect: pass completes and records
     steps.<id>.check; unsure holds the candidate for a person; fail is not_accepted with check issues
-    and handoff.check."""
+    and handoff.check. With the runner's own evaluator (--evaluator-port) it also asserts each
+    question's answer and result, the issue text, the worst-question rule and what the evaluator saw."""
     ctx.must("check-run")
-    agent, operator = ctx.agent, ctx.operator
-    view = ctx.start(agent, "conformance-check", {"subject": tag()})
+    agent, operator, stub = ctx.agent, ctx.operator, ctx.session.evaluator
+    subject = tag()
+    view = ctx.start(agent, "conformance-check", {"subject": subject})
     run_id, seen = view["run"]["id"], []
     # Each probe asks what any evaluator can answer from the submission alone: that 4 is 4 (pass), the
     # submitter's mood (unsure), that 4 is negative (fail). A server whose verdicts differ (one that
-    # passes everything, say) fails here rather than having its verdicts followed.
+    # passes everything, say) fails here rather than having its verdicts followed. The runner's own
+    # evaluator gives exactly those verdicts, by the file's thresholds.
     expected = {"sure": "pass", "unsure": "unsure", "failing": "fail"}
     for step_id in ("sure", "unsure", "failing"):
         claimed = ctx.claim(agent, run_id, step_id)
@@ -1123,9 +1127,10 @@ def check(ctx: Context):
         ctx.equal(verdict, expected[step_id], f"the {step_id} probe's verdict (check-1 §3)", exchange)
         if exchange.ok and ctx.states(exchange.data)[step_id] == "done":
             seen.append(f"{step_id}: pass")
-            verdict = exchange.data["data"]["steps"][step_id].get("check") or {}
-            ctx.equal(verdict.get("verdict"), "pass", f"steps.{step_id}.check records the pass verdict")
-            ctx.check(verdict.get("questions"), "the verdict lists its questions")
+            record = exchange.data["data"]["steps"][step_id].get("check") or {}
+            ctx.equal(record.get("verdict"), "pass", f"steps.{step_id}.check records the pass verdict")
+            ctx.check(record.get("questions"), "the verdict lists its questions")
+            stub_answers(ctx, subject, record)
             view = exchange.data
         elif exchange.ok:
             seen.append(f"{step_id}: unsure")
@@ -1134,6 +1139,7 @@ def check(ctx: Context):
             ctx.equal((escalation.get("check") or {}).get("verdict"), "unsure", "escalation.check (check-1 §3)")
             ctx.equal((escalation.get("candidate") or {}).get("output"), {"answer": 4}, "escalation.candidate")
             ctx.equal(item["decide"]["decisions"], ["returned", "completed", "failed"], "an escalated step's decisions")
+            stub_answers(ctx, subject, escalation.get("check") or {})
             view = decide(ctx, operator, item, "completed")
             ctx.equal(view["data"]["steps"][step_id]["output"], {"answer": 4},
                       "completed without output takes the candidate")
@@ -1142,12 +1148,91 @@ def check(ctx: Context):
             ctx.equal(exchange.error.get("code"), "not_accepted", "a failing check is not_accepted", exchange)
             ctx.check(all(i.startswith("check: ") and " → " in i for i in exchange.error.get("issues") or [None]),
                       "each issue reads check: <ask> → <answer>", exchange)
+            if stub:
+                [ask] = [a for a in stub.questions if a.startswith("Conformance probe (fail)")]
+                given = stub.given(subject, ask)
+                ctx.equal(exchange.error.get("issues"), [f"check: {ask} → no ({given.value:.2f})"],
+                          "the issue of a failed yes/no question: no (p) (check-1 §3)", exchange)
             escalated = ctx.ok(agent, "escalate", token=claimed["token"], note="The check disagrees.")
             item = ctx.item_for(escalated, step_id)
             ctx.check((item.get("handoff") or {}).get("check"), "the failed verdict travels in handoff.check")
             view = decide(ctx, operator, item, "completed", output={"answer": 4})
     ended_checks(ctx, view, "checked")
-    ctx.note("verdicts: " + ", ".join(seen))
+    ctx.note("verdicts: " + ", ".join(seen) + (" (the runner's evaluator)" if stub else ""))
+    if stub:
+        check_material(ctx, subject, view)
+        check_worst_question(ctx)
+
+
+@observes("check-run")
+def stub_answers(ctx: Context, marker: str, record: dict):
+    """With the runner's evaluator: each question's recorded answer is the one it gave, judged by
+    the file's thresholds."""
+    stub = ctx.session.evaluator
+    if not stub:
+        return
+    for question in record.get("questions") or []:
+        ask = question.get("ask")
+        if ask not in stub.questions:
+            ctx.check(False, f"a recorded question is one the step asks: {ask!r}")
+            continue
+        given = stub.given(marker, ask)
+        answer, confidence = question.get("answer"), question.get("confidence")
+        same = (near(answer, given.value) if isinstance(given.value, float) else answer == given.value) and \
+            (given.confidence is None or near(confidence, given.confidence))
+        ctx.check(same, f"the recorded answer to {ask!r} is the evaluator's ({given.value}, {given.confidence}): "
+                        f"{answer}, {confidence}")
+        ctx.equal(question.get("result"), stub.chosen.get((marker, ask), default_verdict(ask)),
+                  f"the result of {ask!r} under the file's thresholds")
+
+
+def near(got, expected: float) -> bool:
+    """A probability as recorded (a float, or a Decimal over REST) is the one given, to a millionth."""
+    return isinstance(got, int | float | Decimal) and not isinstance(got, bool) and abs(float(got) - expected) < 1e-6
+
+
+@observes("check-material")
+def check_material(ctx: Context, marker: str, view: dict):
+    """check-1 §2: "What the evaluator sees: the step's instructions, the body, the run data, the
+    submission's output, summary and evidence references, and each question"."""
+    asked = ctx.session.evaluator.requests_about(marker)
+    ctx.check(asked, f"the evaluator was asked about the run's submissions ({len(asked)} requests)")
+    first_line = next(line for line in view["body"].splitlines() if line.strip())
+    for ask, text in asked:
+        shown = {"the question": ask, "the step's instructions": "Answer with answer 4",
+                 "the body": first_line, "the run data": marker, "the summary": "The answer is 4."}
+        missing = [what for what, part in shown.items() if part not in text]
+        ctx.equal(missing, [], f"the evaluator, asked {ask!r}, sees all it is to see")
+
+
+@observes("check-worst")
+def check_worst_question(ctx: Context):
+    """check-1 §3: "The verdict is the worst question: unsure outranks fail, fail outranks pass." The
+    runner's evaluator answers the sure step's three questions pass, fail and unsure (unsure), then
+    pass, fail and pass (fail: not_accepted, the choice's issue reads `<name> (confidence)`)."""
+    stub, agent = ctx.session.evaluator, ctx.agent
+    choice, rubric = [ask for ask in stub.questions if ask.startswith("Conformance probe (pass): wh")], \
+        [ask for ask in stub.questions if ask.startswith("Conformance probe (pass): how")]
+    for verdicts, expected in (((choice[0], "fail"), (rubric[0], "unsure")), "unsure"), \
+                              (((choice[0], "fail"),), "fail"):
+        subject = tag()
+        for ask, verdict in verdicts:
+            stub.choose(subject, ask, verdict)
+        view = ctx.start(agent, "conformance-check", {"subject": subject})
+        claimed = ctx.claim(agent, view["run"]["id"], "sure")
+        exchange = ctx.call(agent, "submit", token=claimed["token"], output={"answer": 4}, summary="The answer is 4.")
+        if expected == "unsure":
+            ctx.check(exchange.ok and ctx.states(exchange.data)["sure"] == "waiting",
+                      "pass, fail and unsure answers: the verdict is unsure, the step waits on a person", exchange)
+            if exchange.ok:
+                record = (ctx.item_for(exchange.data, "sure").get("escalation") or {}).get("check") or {}
+                ctx.equal(record.get("verdict"), "unsure", "the worst question's verdict is recorded")
+                stub_answers(ctx, subject, record)
+        else:
+            given = stub.given(subject, choice[0])
+            ctx.equal((exchange.error.get("code"), exchange.error.get("issues")),
+                      ("not_accepted", [f"check: {choice[0]} → {given.value} ({given.confidence:.2f})"]),
+                      "pass, fail and pass answers: not_accepted, the failed choice's issue only", exchange)
 
 
 # ==================================================================== cleanup

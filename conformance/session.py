@@ -62,6 +62,7 @@ class Session:
     calls: int = 0
     extra: list[Scenario] = field(default_factory=list)  # the spec's fixtures, added with --spec
     lock: threading.Lock = field(default_factory=threading.Lock)  # background scenarios count calls too
+    evaluator: object = None  # with --evaluator-port: the runner's own check-1 evaluator (evaluator.py)
 
     def count_call(self):
         with self.lock:
