@@ -72,7 +72,8 @@ EXPECTED_OUTPUT = {
     "oauth-mcp": [r'^\{"ok": true, "data": \{"items": \['],
     "client-worker": [r"^steps completed: 1; r_\w+ now waits for: approve$"],
     "conformance-quick-start": [r"^describe +\d+ +pass ", r"^identities +\d+ +pass ",
-                                r"^\d+ scenarios over mcp, \d+ checks, \d+ calls in [\d.]+ s: all passed$"],
+                                r"^\d+ scenarios over mcp, \d+ checks, \d+ calls in [\d.]+ s: passed, \d+ MUSTs not "
+                                r"checked \(.*\); \d+ MUSTs not observable over the protocol \(--coverage\)$"],
     "audit-export": [r'"kind":"decided","actor":\{"kind":"person","ref":"fin@example.com"\}'],
     "backup-restore-drill": [r"^backed up organization default to backup-default.tar.gz in [\d.]+ s: \d+ files",
                              r"^restored organization default from backup-default.tar.gz in [\d.]+ s$",
