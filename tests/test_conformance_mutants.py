@@ -30,7 +30,8 @@ from django.db import connection
 from conformance.fixtures import publish_lines
 from tests.support import mutants as mutant_patches
 from tests.support.live import ROOT, database_url, start_live_server
-from tests.test_conformance_runner import APPROVERS, REVIEWERS, identity_arguments, importer_command, runner
+from tests.test_conformance_runner import (APPROVERS, REVIEWERS, free_port, identity_arguments, importer_command,
+                                           runner)
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Mutant:
     check: str  # how that check's label starts
     importer: bool = False  # caught through --importer
     timers: bool = False  # waits for a one-minute timer: started first, beside the others, with a late sweep
+    evaluator: bool = False  # check-1, with the runner's own evaluator (--evaluator-port)
 
 
 MUTANTS = [
@@ -54,6 +56,8 @@ MUTANTS = [
     Mutant("late-event-beats-timeout", "timers", "2.2-timeout",
            "an event after the timeout is not consumed by the timed-out wait", timers=True),
     Mutant("claim-ended-not-ready", "cancel", "3.5-run-ended", "claim on an ended run"),
+    Mutant("check-fail-outranks-unsure", "check", "check-worst",
+           "pass, fail and unsure answers: the verdict is unsure, the step waits on a person", evaluator=True),
 ]
 # Mutants of issue 24 the runner cannot catch, and why (each a requirement musts.py marks not observable).
 NOT_OBSERVABLE = {
@@ -73,11 +77,10 @@ def test_every_mutant_has_its_expected_failure():
 
 
 def publish_and_identify() -> dict:
-    """The runner's processes (all but check-1's: the mutants run without an evaluator), published
-    from the lines --print-publish prints, and the identities, made in this process on the test
-    database the live servers read."""
+    """The runner's processes, published from the lines --print-publish prints, and the identities,
+    made in this process on the test database the live servers read."""
     out = StringIO()
-    for line in publish_lines([APPROVERS, REVIEWERS], None, offered={"parallel-1"}):
+    for line in publish_lines([APPROVERS, REVIEWERS], None, offered={"parallel-1", "check-1"}):
         call_command(*shlex.split(line, comments=True)[2:], stdout=out)
 
     def token(*arguments):
@@ -130,8 +133,12 @@ def late_sweeping(db_url: str):
 
 
 @contextmanager
-def mutant_server(mutant: Mutant, db_url: str, workdir: Path):
+def mutant_server(mutant: Mutant, db_url: str, workdir: Path, evaluator_port: int | None):
+    """The mutant, offering check-1 (its evaluator the runner's, at `evaluator_port`) only when asked."""
     server_env = {"DJANGO_SETTINGS_MODULE": "tests.support.mutant_settings", "MUTANT": mutant.name}
+    if evaluator_port:
+        server_env.update(CHECK_EVALUATOR_URL=f"http://127.0.0.1:{evaluator_port}/v1",
+                          CHECK_EVALUATOR_MODEL="conformance")
     with start_live_server(db_url, workdir, env=server_env) as server:
         if mutant.timers:
             with late_sweeping(db_url):
@@ -143,18 +150,21 @@ def mutant_server(mutant: Mutant, db_url: str, workdir: Path):
 def run_mutant(mutant: Mutant, tokens: dict, db_url: str, workdir: Path) -> dict:
     workdir.mkdir()
     began = time.monotonic()
-    with mutant_server(mutant, db_url, workdir) as (server, env):
+    port = free_port() if mutant.evaluator else None
+    with mutant_server(mutant, db_url, workdir, port) as (server, env):
         junit = workdir / "runner.xml"
         done = runner(server.url, *identity_arguments(tokens), "--transport", "rest", "--only", mutant.scenario,
                       "--junit", str(junit), "--timer-bound", str(SWEEP_LAG + 15),
-                      *(["--importer", importer_command()] if mutant.importer else []), env=env, timeout=180)
+                      *(["--importer", importer_command()] if mutant.importer else []),
+                      *(["--evaluator-port", str(port)] if port else []), env=env, timeout=180)
     return {"done": done, "failures": failures(junit) if junit.exists() else None,
             "seconds": time.monotonic() - began}
 
 
 @pytest.mark.postgres
 @pytest.mark.live
-def test_the_runner_kills_every_mutant(transactional_db, tmp_path):
+def test_the_runner_kills_every_mutant(transactional_db, tmp_path, settings):
+    settings.CHECK_EVALUATOR_URL, settings.CHECK_EVALUATOR_MODEL = "http://127.0.0.1:9/v1", "conformance"  # to publish
     tokens = publish_and_identify()
     db_url = database_url(connection.settings_dict)
     began = time.monotonic()

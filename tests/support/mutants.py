@@ -135,6 +135,15 @@ def claim_ended_not_ready():
     patch(leases, "claimable", claimable)
 
 
+def check_fail_outranks_unsure():
+    """check-1 §3: "The verdict is the worst question: unsure outranks fail, fail outranks pass." This
+    one ranks fail above unsure: a check with a failed and an unsure question is refused outright
+    instead of going to a person."""
+    from runs.services import checks
+
+    patch(checks, "RANK", {"pass": 0, "unsure": 1, "fail": 2}, everywhere=False)
+
+
 MUTANTS = {
     "yaml-1.1": yaml_1_1,
     "decimals-as-doubles": decimals_as_doubles,
@@ -143,6 +152,7 @@ MUTANTS = {
     "submit-replay-reexecuted": submit_replay_reexecuted,
     "late-event-beats-timeout": late_event_beats_timeout,
     "claim-ended-not-ready": claim_ended_not_ready,
+    "check-fail-outranks-unsure": check_fail_outranks_unsure,
 }
 
 
