@@ -1,5 +1,6 @@
 """python -m conformance URL --agent-token T --person GROUP=TOKEN --person GROUP=TOKEN --operator-token T
-[--transport mcp|rest] [--only NAME[,NAME]] [--junit FILE] [--spec DIR] [--print-publish]"""
+[--transport mcp|rest] [--only NAME[,NAME]] [--junit FILE] [--spec DIR] [--importer 'CMD {file}']
+[--evaluator-port N] [--timer-bound S] [--lease-wait-max S] [--print-publish] | --coverage"""
 
 import argparse
 import sys
@@ -35,12 +36,18 @@ def parse_args(argv):
     parser.add_argument("--schemas", type=Path, metavar="DIR", help="the core-2 JSON Schemas (default DIR/schemas/core-2)")
     parser.add_argument("--timer-bound", type=float, default=120.0, metavar="S",
                         help="how late a timer may fire before it fails (default 120 s)")
-    parser.add_argument("--lease-wait-max", type=float, default=15.0, metavar="S",
-                        help="wait out a lease this short or shorter to see it lapse (default 15 s)")
+    parser.add_argument("--lease-wait-max", type=float, default=600.0, metavar="S",
+                        help="wait out a lease this short or shorter to see it lapse, beside the other scenarios "
+                             "(default 600 s, the lease tools.md shows); a longer lease's lapse is not checked, and "
+                             "the closing line says so")
     parser.add_argument("--importer", metavar="'CMD {file}'",
                         help="a command that publishes one PROCESS.md on the server, {file} its path (e.g. "
                              "'.venv/bin/python manage.py import_process {file} --publish'): the runner hands it files "
                              "the spec says to refuse and files it must accept")
+    parser.add_argument("--evaluator-port", type=int, metavar="N",
+                        help="serve the runner's own check-1 evaluator (OpenAI-compatible chat completions) on "
+                             "127.0.0.1:N for a server configured to call it (this server: CHECK_EVALUATOR_URL="
+                             "http://127.0.0.1:N/v1): the runner then chooses each verdict and asserts it")
     parser.add_argument("--print-publish", action="store_true",
                         help="print the import_process lines that publish the runner's processes, and exit; with "
                              "--agent-token, only those for the profiles the server's describe offers")
@@ -61,6 +68,18 @@ def offered_profiles(transport_name: str, url: str, token: str) -> set[str] | No
         print(f"describe at {url} did not answer ok: {envelope or '; '.join(problems)}", file=sys.stderr)
         return None
     return set(envelope["data"].get("profiles") or [])
+
+
+def evaluator_stub(port: int, spec: Path | None):
+    """The runner's evaluator, listening, knowing every check question of the processes it walks."""
+    from .evaluator import EvaluatorStub, questions_of
+    from .fixtures import spec_fixtures
+    from .walk import PROCESSES, load_frontmatter
+
+    questions = {}
+    for path in [*PROCESSES.glob("*/PROCESS.md"), *(folder / "PROCESS.md" for folder in spec_fixtures(spec).values())]:
+        questions.update(questions_of(load_frontmatter(path.read_text())))
+    return EvaluatorStub(port, questions).start()
 
 
 def main(argv=None) -> int:
@@ -107,9 +126,19 @@ def main(argv=None) -> int:
     persons = [Actor(names[i] if i < 2 else f"person-{i + 1}", token, "person", group=group)
                for i, (group, token) in enumerate(people)]
     operator = Actor("operator", args.operator_token, "operator")
+    stub = None
+    if args.evaluator_port is not None:
+        try:
+            stub = evaluator_stub(args.evaluator_port, args.spec)
+        except OSError as error:
+            print(f"--evaluator-port {args.evaluator_port}: cannot listen there ({error})", file=sys.stderr)
+            return 2
     transport = make_transport(args.transport, args.url)
     session = Session(transport, schemas, agents, persons, operator,
-                      Options(args.timer_bound, args.lease_wait_max, args.spec, args.importer))
+                      Options(args.timer_bound, args.lease_wait_max, args.spec, args.importer), evaluator=stub)
+    if stub:
+        stub.limits = lambda: (session.described or {}).get("limits")
+        print(f"the runner's check-1 evaluator answers at {stub.url}", flush=True)
     print(f"conformance runner: {args.url} over {args.transport}; "
           + (f"schemas from {schema_folder}" if schemas.present else
              "no schemas given (--spec DIR or --schemas DIR): envelopes checked for shape only"), flush=True)
@@ -120,6 +149,8 @@ def main(argv=None) -> int:
             f"  {'skip' if r.skipped else ('pass' if r.passed else 'FAIL')}  {r.name} ({r.checks} checks)", flush=True))
     finally:
         transport.close()
+        if stub:
+            stub.stop()
     seconds = time.monotonic() - began
     print()
     print(report.table(results))

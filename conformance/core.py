@@ -144,7 +144,7 @@ class Context:
 
     def _record(self, actor: Actor, tool: str, arguments: dict, envelope, problems: list[str]) -> Exchange:
         exchange = Exchange(actor, tool, arguments, envelope, problems + self.session.schemas.problems(tool, envelope))
-        self.session.calls += 1
+        self.session.count_call()
         self.last = exchange
         self.check(not exchange.problems, f"{tool}: the envelope is well formed ({'; '.join(exchange.problems)})",
                    exchange, must=ENVELOPE)

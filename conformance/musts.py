@@ -40,6 +40,11 @@ MUSTS = [
          "cycles, next on a finish, a list next on an approval) is refused", "MUST", importer=True),
     Must("2.2-waits", "spec §2.2, §3.5", "wait_until in the past goes on at once, a missing value fails the run; "
          "wait_for continues on its event"),
+    Must("2.2-timeout", "spec §2.2", "a wait_for whose timeout passes continues at on_timeout, and an event that "
+         "comes after it is not consumed by the wait; one before it is, and the run goes on at next"),
+    Must("2.2-due", "spec §2.2", "a step whose due passed is overdue (run view and get_work) and its work stays open"),
+    Must("2.2-due-notice", "spec §2.2", "when a due passes the server notifies the assignee and the operators",
+         unobservable="a notice leaves by mail or chat, outside the protocol"),
     Must("2.3-no-rounding", "spec §2.3", "numbers are kept exactly as sent: big integers, decimals, huge exponents",
          "MUST NOT"),
     Must("2.3-fields", "spec §2.3, §6 rule 3", "every type is checked; required unless optional; null is no value; "
@@ -55,6 +60,9 @@ MUSTS = [
          "ready; an approval goes to next or on_reject; a finish ends the run"),
     Must("3.3-lease", "spec §3.3, tools.md claim, renew", "a claim lasts the lease; renew gives a new token and "
          "expiry and the old token stops; after the lease renew is stale"),
+    Must("3.3-lease-lapse", "spec §3.3, tools.md renew", "when a lease ends the step is claimable at once, with the "
+         "last progress and issues in its handoff; the lapsed token is stale for submit and renew; a lost claim "
+         "replayed after it returns the original token"),
     Must("3.3-handoff", "spec §3.3", "a handoff carries the last progress, returned note and issues; null on a "
          "first attempt; a lapsed step is claimable at once"),
     Must("3.3-lost-replay", "spec §3.3", "a lost claim or submit replayed with its requestId returns the original, "
@@ -140,6 +148,10 @@ MUSTS = [
          "publication", importer=True),
     Must("check-run", "check-1 §3, §5", "pass completes and records the verdict; unsure holds the candidate for "
          "a person; fail is not_accepted with check issues and handoff.check; describe lists the limits"),
+    Must("check-worst", "check-1 §2, §3", "each answer is judged by the question's thresholds (the file's, else "
+         "describe.limits'); the verdict is the worst question: unsure outranks fail, fail outranks pass"),
+    Must("check-material", "check-1 §2", "the evaluator sees the step's instructions, the body, the run data, the "
+         "submission and each question"),
     Must("check-refuse", "check-1, spec §8", "a server without check-1 refuses a check file at publication",
          importer=True),
     # ---------------------------------------------------------------- the runner's own

@@ -5,10 +5,12 @@ import base64
 import datetime as dt
 import hashlib
 import json
+import time
 import uuid
 from decimal import Decimal
 
 from .core import Context, new_request_id, observes
+from .evaluator import default_verdict
 from .session import CORE_PROCESSES, PROFILE_PROCESSES, scenario
 from .walk import load_frontmatter, runner_process_text
 
@@ -218,8 +220,8 @@ def identities(ctx: Context):
 @scenario("agent-loop", processes=["conformance-agent-loop"])
 def agent_loop(ctx: Context):
     """§3.3 and tools.md: get_work, claim (replay, claimed_by_you/other), renew, upload, submit
-    (not_accepted with every issue, a failed call not recorded), a lapsed lease's handoff, replay
-    of a lost claim, the token rules of §6 rule 2."""
+    (not_accepted with every issue, a failed call not recorded), the token rules of §6 rule 2 (a
+    lapsed lease: the lease-lapse scenario)."""
     agent, described = ctx.agent, ctx.session.described
     inputs = {"subject": tag()}
     ctx.must("3.2-moving-on")
@@ -254,7 +256,7 @@ def agent_loop(ctx: Context):
 
     claim_request = new_request_id()
     claimed = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
-    token = first_token = claimed["token"]
+    token = claimed["token"]
     ctx.equal(claimed["step"]["output"], {"cleared": "boolean", "findings": "string"}, "claim.step.output")
     ctx.equal(claimed["step"]["evidence"], ["file"], "claim.step.evidence")
     ctx.equal([route["to"] for route in claimed["step"]["next"]], ["approve", "decline"], "claim.step.next routes")
@@ -320,36 +322,6 @@ def agent_loop(ctx: Context):
               "the issue names the missing upload (tools.md)")
     ctx.equal(ctx.states(ctx.ok(agent, "get_run", runId=run_id))["screen"], "claimed",
               "a refused submission changes nothing; the claim stands")
-
-    ctx.must("3.3-handoff")
-    if tool_offered(ctx, "renew") and described["leaseSeconds"] <= ctx.session.options.lease_wait_max:
-        # §3.3: when a lease ends the step is claimable at once, and its handoff carries the last
-        # progress note and the last issues; the old token is stale; a lost claim replays.
-        renewed = ctx.ok(agent, "renew", token=token, progress="Half way: the first list is clear.")
-        token = renewed["token"]
-        lapse = max(0.0, (parse_instant(renewed["expiresAt"]) - utc_now()).total_seconds())
-        ctx.wait_for(lambda: utc_now() > parse_instant(renewed["expiresAt"]) + dt.timedelta(seconds=0.5),
-                     lapse + 5, "the lease lapses")
-        item = ctx.find_work(agent, run_id, "screen", process="conformance-agent-loop",
-                             label="a step whose lease ended is listed again at once (§3.3)")
-        handoff = item["handoff"] or {}
-        ctx.equal(handoff.get("progress"), "Half way: the first list is clear.", "handoff.progress after a lapse")
-        ctx.equal(sorted(handoff.get("issues") or []), sorted(missing_file.get("issues") or []),
-                  "handoff.issues of the last refused submission")
-        ctx.must("3.3-lease")
-        ctx.refused(agent, "submit", "stale", token=token, output={"cleared": True, "findings": "x"},
-                    summary="Too late.", label="submit after the lease ended (§6 rule 2)")
-        ctx.refused(agent, "renew", "stale", token=token, label="renew after the lease ended (tools.md renew)")
-        ctx.must("3.3-lost-replay")
-        lost = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
-        ctx.equal(lost["token"], first_token, "a lost claim replayed after its lease ended: the original token")
-        ctx.must("3.3-handoff")
-        claimed = ctx.claim(agent, run_id, "screen")
-        ctx.equal((claimed["handoff"] or {}).get("progress"), "Half way: the first list is clear.",
-                  "the next claim carries the handoff")
-        token = claimed["token"]
-    else:
-        ctx.note(f"lease of {described['leaseSeconds']} s is longer than --lease-wait-max: its lapse not waited out")
 
     ctx.must("4-write-view")
     done = submit_screen(ctx, token, uploaded["id"], requestId=failed_request)  # a refused call is not recorded
@@ -467,11 +439,133 @@ def escalation(ctx: Context):
               "a person completing an escalated step is recorded as by")
 
 
+@scenario("lease-lapse", processes=["conformance-agent-loop"], background=True)
+def lease_lapse(ctx: Context):
+    """§3.3: "When a lease ends the step is claimable immediately"; the handoff carries the last
+    progress note and the issues of the last refused submission; the lapsed token is stale for
+    submit and renew; "a lost claim … is retried with the same requestId and returns the original
+    result, token included, even if the lease has ended since". The lease is waited out (beside the
+    other scenarios) when describe's leaseSeconds is at most --lease-wait-max."""
+    ctx.must("3.3-lease-lapse")
+    agent, lease = ctx.agent, ctx.session.described["leaseSeconds"]
+    longest = ctx.session.options.lease_wait_max
+    if lease > longest:
+        ctx.skip(f"the lease of {lease} s is longer than --lease-wait-max {longest:.0f} s: its lapse is not waited out")
+    view = ctx.start(agent, "conformance-agent-loop", {"subject": tag()})
+    run_id, claim_request = view["run"]["id"], new_request_id()
+    claimed = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
+    token = first_token = claimed["token"]
+    expires, progress = claimed["expiresAt"], None
+    if "renew" in (ctx.session.described.get("tools") or []):
+        progress = "Half way: the first list is clear."
+        renewed = ctx.ok(agent, "renew", token=token, progress=progress)
+        token, expires = renewed["token"], renewed["expiresAt"]
+    else:
+        ctx.note("renew is not offered: no progress note to hand off")
+    refused = ctx.refused(agent, "submit", "not_accepted", token=token, output={"cleared": True, "findings": "x"},
+                          summary="Without the file.", label="a submission without its file (its issues are handed off)")
+    lapse = max(0.0, (parse_instant(expires) - utc_now()).total_seconds())
+    ctx.wait_for(lambda: utc_now() > parse_instant(expires) + dt.timedelta(seconds=0.5), lapse + 5,
+                 "the lease lapses", pause=min(5.0, max(0.25, lapse / 20)))
+    item = ctx.find_work(agent, run_id, "screen", process="conformance-agent-loop",
+                         label="a step whose lease ended is listed again at once (§3.3)")
+    handoff = item["handoff"] or {}
+    if progress:
+        ctx.equal(handoff.get("progress"), progress, "handoff.progress after a lapse")
+    ctx.equal(sorted(handoff.get("issues") or []), sorted(refused.get("issues") or []),
+              "handoff.issues of the last refused submission")
+    ctx.refused(agent, "submit", "stale", token=token, output={"cleared": True, "findings": "x"},
+                summary="Too late.", label="submit after the lease ended (§6 rule 2)")
+    if progress:
+        ctx.refused(agent, "renew", "stale", token=token, label="renew after the lease ended (tools.md renew)")
+    lost = ctx.ok(agent, "claim", runId=run_id, stepId="screen", requestId=claim_request)
+    ctx.equal(lost["token"], first_token, "a lost claim replayed after its lease ended: the original token")
+    claimed = ctx.claim(agent, run_id, "screen")
+    ctx.equal((claimed["handoff"] or {}).get("progress"), progress, "the next claim carries the handoff")
+    ctx.note(f"lease of {lease} s waited out")
+
+
+# One minute is the shortest duration a file can say (§2.4). Times in run data may be whole seconds,
+# so a deadline read from them can be up to a second early: the late event goes this much after it.
+MINUTE = dt.timedelta(minutes=1)
+LATE_MARGIN = dt.timedelta(seconds=1.5)
+
+
+@scenario("timers", processes=["conformance-timers"], background=True)
+def timers(ctx: Context):
+    """§2.2 `due`, `timeout` and `on_timeout`, with the shortest duration (1m), beside the other
+    scenarios: an event before the timeout is consumed by the wait; after it, the run "continues
+    at on_timeout" whether or not the server's timer fired yet, and the late event is not consumed
+    by the timed-out wait; the timeout fires on its own within --timer-bound; a step past its `due`
+    is overdue and still open."""
+    ctx.must("2.2-timeout")
+    agent, bound = ctx.agent, ctx.session.options.timer_bound
+    if not tool_offered(ctx, "send_event"):
+        ctx.skip("send_event is not offered")
+    waiting = {}
+    for role in ("in-time", "late-event", "alone"):
+        view = ctx.start(agent, "conformance-timers", {"label": tag()})
+        claimed = ctx.claim(agent, view["run"]["id"], "start")
+        view = ctx.ok(agent, "submit", token=claimed["token"], output={}, summary="Started.")
+        ctx.equal(ctx.states(view)["hold"], "waiting", f"a wait_for with a timeout waits ({role})")
+        waiting[role] = (view["run"]["id"], parse_instant(view["data"]["steps"]["start"]["at"]) + MINUTE)
+    ctx.must("2.2-due")
+    view = ctx.start(agent, "conformance-timers", {"label": tag()})
+    due_run = view["run"]["id"]
+    [row] = [step for step in view["steps"] if step["id"] == "start"]
+    item = ctx.find_work(agent, due_run, "start", process="conformance-timers")
+    due = parse_instant(item["due"])
+    ctx.check(abs((due - parse_instant(item["readySince"]) - MINUTE).total_seconds()) <= 1,
+              f"due is a minute after the step became ready ({item['readySince']} → {item['due']})")
+    ctx.equal((row.get("due"), row.get("overdue")), (item["due"], False), "the run view shows the due, not overdue")
+    ctx.equal(item["overdue"], False, "get_work: not overdue before its due")
+
+    ctx.must("2.2-timeout")
+    run_id, _ = waiting["in-time"]
+    sent = ctx.ok(agent, "send_event", runId=run_id, name="conformance-timer", data={"n": 1})
+    ctx.equal(sent["consumedBy"], "hold", "an event before the timeout is consumed by the wait")
+    view = ctx.ok(agent, "get_run", runId=run_id)
+    ctx.equal({k: ctx.states(view)[k] for k in ("hold", "caught", "late")}, {"hold": "done", "caught": "ready",
+              "late": None}, "an event in time: the run goes on at the wait's next, not at on_timeout")
+
+    run_id, deadline = waiting["late-event"]
+    time.sleep(max(0.0, (deadline + LATE_MARGIN - utc_now()).total_seconds()))
+    exchange = ctx.call(agent, "send_event", runId=run_id, name="conformance-timer", data={"n": 2})
+    ctx.check(exchange.ok and exchange.data.get("consumedBy") != "hold",
+              "an event after the timeout is not consumed by the timed-out wait", exchange)
+    view = ctx.ok(agent, "get_run", runId=run_id)
+    ctx.equal({k: ctx.states(view)[k] for k in ("hold", "caught", "late")}, {"hold": "done", "caught": None,
+              "late": "ready"}, "after the timeout the run goes on at on_timeout, however soon an event came")
+    ctx.equal(("output" in view["data"]["steps"]["hold"], view["data"]["steps"]["hold"].get("by")), (False, "server"),
+              "a timed-out wait records by server and no event data")
+
+    run_id, deadline = waiting["alone"]
+
+    def timed_out():
+        current = ctx.ok(agent, "get_run", runId=run_id)
+        return current if ctx.states(current)["late"] == "ready" else None
+
+    left = max(0.0, (deadline - utc_now()).total_seconds())
+    view, _ = ctx.wait_for(timed_out, left + bound, "the timeout fires and the run goes on at on_timeout", pause=0.5)
+    ctx.equal(ctx.states(view)["caught"], None, "a timeout alone: the wait's next is not made ready")
+    ctx.note(f"timeout fired within {(utc_now() - deadline).total_seconds():.1f} s of its time (bound {bound:.0f} s)")
+
+    ctx.must("2.2-due")
+    time.sleep(max(0.0, (due + dt.timedelta(seconds=0.5) - utc_now()).total_seconds()))
+    view = ctx.ok(agent, "get_run", runId=due_run)
+    [row] = [step for step in view["steps"] if step["id"] == "start"]
+    ctx.equal((row["state"], row.get("due"), row.get("overdue")), ("ready", item["due"], True),
+              "past its due the step is overdue and still open (§2.2: the work stays open)")
+    item = ctx.find_work(agent, due_run, "start", process="conformance-timers")
+    ctx.equal(item["overdue"], True, "get_work: overdue past its due")
+
+
 @scenario("replays", processes=["conformance-agent-loop", "conformance-waits"])
 def replays(ctx: Context):
     """§4: "Repeating it with the same arguments returns the original result and changes nothing.
     Repeating it with different arguments is a conflict." For upload, renew, escalate, decide,
-    send_event and submit (start_run, claim and cancel: agent-loop and cancel)."""
+    send_event and submit (start_run, claim and cancel: agent-loop and cancel): the replay's answer
+    is compared with the original's, so a server that runs a replay again fails here."""
     agent, operator = ctx.agent, ctx.operator
     ctx.must("4-idempotent")
 
@@ -479,8 +573,9 @@ def replays(ctx: Context):
         """The write, its replay (the same answer), and the requestId reused with `changed` (conflict)."""
         arguments.setdefault("requestId", new_request_id())
         first = ctx.ok(actor, tool, **arguments)
-        again = ctx.ok(actor, tool, **arguments)
-        ctx.equal(without_urls(again), without_urls(first), f"a replayed {label} returns the original result")
+        again = ctx.call(actor, tool, **arguments)
+        ctx.check(again.ok and without_urls(again.data) == without_urls(first),
+                  f"a replayed {label} returns the original result", again)
         ctx.refused(actor, tool, "conflict", label=f"a {label} requestId reused with other arguments",
                     **{**arguments, **changed})
         return first
@@ -526,12 +621,11 @@ def replays(ctx: Context):
     claimed = ctx.claim(agent, run_id, "screen")
     uploaded = upload_file(ctx, agent)
     ctx.must("4-idempotent")
-    request = new_request_id()
-    submit_screen(ctx, claimed["token"], uploaded["id"], requestId=request)
-    ctx.refused(agent, "submit", "conflict", label="a submit requestId reused with other arguments",
-                token=claimed["token"], output={"cleared": False, "findings": "Other."},
-                evidence=[{"kind": "file", "ref": uploaded["id"]}], summary="Other.", next="decline",
-                reason="Other.", requestId=request)
+    view = replayed(agent, "submit", "submit", {"output": {"cleared": False, "findings": "Other."}, "next": "decline"},
+                    token=claimed["token"], output={"cleared": True, "findings": "No hits."},
+                    evidence=[{"kind": "file", "ref": uploaded["id"]}], summary="Screened both lists.",
+                    next="approve", reason="The findings support the verdict.")
+    ctx.equal(ctx.states(view)["approve"], "waiting", "the submitted step's next waits on a person once")
     ctx.ok(operator, "cancel", runId=run_id, reason="Replays done.")
 
 
@@ -1013,14 +1107,17 @@ def parallel(ctx: Context):
 def check(ctx: Context):
     """check-1 §3: each probe's verdict, and its effect: pass completes and records
     steps.<id>.check; unsure holds the candidate for a person; fail is not_accepted with check issues
-    and handoff.check."""
+    and handoff.check. With the runner's own evaluator (--evaluator-port) it also asserts each
+    question's answer and result, the issue text, the worst-question rule and what the evaluator saw."""
     ctx.must("check-run")
-    agent, operator = ctx.agent, ctx.operator
-    view = ctx.start(agent, "conformance-check", {"subject": tag()})
+    agent, operator, stub = ctx.agent, ctx.operator, ctx.session.evaluator
+    subject = tag()
+    view = ctx.start(agent, "conformance-check", {"subject": subject})
     run_id, seen = view["run"]["id"], []
     # Each probe asks what any evaluator can answer from the submission alone: that 4 is 4 (pass), the
     # submitter's mood (unsure), that 4 is negative (fail). A server whose verdicts differ (one that
-    # passes everything, say) fails here rather than having its verdicts followed.
+    # passes everything, say) fails here rather than having its verdicts followed. The runner's own
+    # evaluator gives exactly those verdicts, by the file's thresholds.
     expected = {"sure": "pass", "unsure": "unsure", "failing": "fail"}
     for step_id in ("sure", "unsure", "failing"):
         claimed = ctx.claim(agent, run_id, step_id)
@@ -1030,9 +1127,10 @@ def check(ctx: Context):
         ctx.equal(verdict, expected[step_id], f"the {step_id} probe's verdict (check-1 §3)", exchange)
         if exchange.ok and ctx.states(exchange.data)[step_id] == "done":
             seen.append(f"{step_id}: pass")
-            verdict = exchange.data["data"]["steps"][step_id].get("check") or {}
-            ctx.equal(verdict.get("verdict"), "pass", f"steps.{step_id}.check records the pass verdict")
-            ctx.check(verdict.get("questions"), "the verdict lists its questions")
+            record = exchange.data["data"]["steps"][step_id].get("check") or {}
+            ctx.equal(record.get("verdict"), "pass", f"steps.{step_id}.check records the pass verdict")
+            ctx.check(record.get("questions"), "the verdict lists its questions")
+            stub_answers(ctx, subject, record)
             view = exchange.data
         elif exchange.ok:
             seen.append(f"{step_id}: unsure")
@@ -1041,6 +1139,7 @@ def check(ctx: Context):
             ctx.equal((escalation.get("check") or {}).get("verdict"), "unsure", "escalation.check (check-1 §3)")
             ctx.equal((escalation.get("candidate") or {}).get("output"), {"answer": 4}, "escalation.candidate")
             ctx.equal(item["decide"]["decisions"], ["returned", "completed", "failed"], "an escalated step's decisions")
+            stub_answers(ctx, subject, escalation.get("check") or {})
             view = decide(ctx, operator, item, "completed")
             ctx.equal(view["data"]["steps"][step_id]["output"], {"answer": 4},
                       "completed without output takes the candidate")
@@ -1049,12 +1148,91 @@ def check(ctx: Context):
             ctx.equal(exchange.error.get("code"), "not_accepted", "a failing check is not_accepted", exchange)
             ctx.check(all(i.startswith("check: ") and " → " in i for i in exchange.error.get("issues") or [None]),
                       "each issue reads check: <ask> → <answer>", exchange)
+            if stub:
+                [ask] = [a for a in stub.questions if a.startswith("Conformance probe (fail)")]
+                given = stub.given(subject, ask)
+                ctx.equal(exchange.error.get("issues"), [f"check: {ask} → no ({given.value:.2f})"],
+                          "the issue of a failed yes/no question: no (p) (check-1 §3)", exchange)
             escalated = ctx.ok(agent, "escalate", token=claimed["token"], note="The check disagrees.")
             item = ctx.item_for(escalated, step_id)
             ctx.check((item.get("handoff") or {}).get("check"), "the failed verdict travels in handoff.check")
             view = decide(ctx, operator, item, "completed", output={"answer": 4})
     ended_checks(ctx, view, "checked")
-    ctx.note("verdicts: " + ", ".join(seen))
+    ctx.note("verdicts: " + ", ".join(seen) + (" (the runner's evaluator)" if stub else ""))
+    if stub:
+        check_material(ctx, subject, view)
+        check_worst_question(ctx)
+
+
+@observes("check-run")
+def stub_answers(ctx: Context, marker: str, record: dict):
+    """With the runner's evaluator: each question's recorded answer is the one it gave, judged by
+    the file's thresholds."""
+    stub = ctx.session.evaluator
+    if not stub:
+        return
+    for question in record.get("questions") or []:
+        ask = question.get("ask")
+        if ask not in stub.questions:
+            ctx.check(False, f"a recorded question is one the step asks: {ask!r}")
+            continue
+        given = stub.given(marker, ask)
+        answer, confidence = question.get("answer"), question.get("confidence")
+        same = (near(answer, given.value) if isinstance(given.value, float) else answer == given.value) and \
+            (given.confidence is None or near(confidence, given.confidence))
+        ctx.check(same, f"the recorded answer to {ask!r} is the evaluator's ({given.value}, {given.confidence}): "
+                        f"{answer}, {confidence}")
+        ctx.equal(question.get("result"), stub.chosen.get((marker, ask), default_verdict(ask)),
+                  f"the result of {ask!r} under the file's thresholds")
+
+
+def near(got, expected: float) -> bool:
+    """A probability as recorded (a float, or a Decimal over REST) is the one given, to a millionth."""
+    return isinstance(got, int | float | Decimal) and not isinstance(got, bool) and abs(float(got) - expected) < 1e-6
+
+
+@observes("check-material")
+def check_material(ctx: Context, marker: str, view: dict):
+    """check-1 §2: "What the evaluator sees: the step's instructions, the body, the run data, the
+    submission's output, summary and evidence references, and each question"."""
+    asked = ctx.session.evaluator.requests_about(marker)
+    ctx.check(asked, f"the evaluator was asked about the run's submissions ({len(asked)} requests)")
+    first_line = next(line for line in view["body"].splitlines() if line.strip())
+    for ask, text in asked:
+        shown = {"the question": ask, "the step's instructions": "Answer with answer 4",
+                 "the body": first_line, "the run data": marker, "the summary": "The answer is 4."}
+        missing = [what for what, part in shown.items() if part not in text]
+        ctx.equal(missing, [], f"the evaluator, asked {ask!r}, sees all it is to see")
+
+
+@observes("check-worst")
+def check_worst_question(ctx: Context):
+    """check-1 §3: "The verdict is the worst question: unsure outranks fail, fail outranks pass." The
+    runner's evaluator answers the sure step's three questions pass, fail and unsure (unsure), then
+    pass, fail and pass (fail: not_accepted, the choice's issue reads `<name> (confidence)`)."""
+    stub, agent = ctx.session.evaluator, ctx.agent
+    choice, rubric = [ask for ask in stub.questions if ask.startswith("Conformance probe (pass): wh")], \
+        [ask for ask in stub.questions if ask.startswith("Conformance probe (pass): how")]
+    for verdicts, expected in (((choice[0], "fail"), (rubric[0], "unsure")), "unsure"), \
+                              (((choice[0], "fail"),), "fail"):
+        subject = tag()
+        for ask, verdict in verdicts:
+            stub.choose(subject, ask, verdict)
+        view = ctx.start(agent, "conformance-check", {"subject": subject})
+        claimed = ctx.claim(agent, view["run"]["id"], "sure")
+        exchange = ctx.call(agent, "submit", token=claimed["token"], output={"answer": 4}, summary="The answer is 4.")
+        if expected == "unsure":
+            ctx.check(exchange.ok and ctx.states(exchange.data)["sure"] == "waiting",
+                      "pass, fail and unsure answers: the verdict is unsure, the step waits on a person", exchange)
+            if exchange.ok:
+                record = (ctx.item_for(exchange.data, "sure").get("escalation") or {}).get("check") or {}
+                ctx.equal(record.get("verdict"), "unsure", "the worst question's verdict is recorded")
+                stub_answers(ctx, subject, record)
+        else:
+            given = stub.given(subject, choice[0])
+            ctx.equal((exchange.error.get("code"), exchange.error.get("issues")),
+                      ("not_accepted", [f"check: {choice[0]} → {given.value} ({given.confidence:.2f})"]),
+                      "pass, fail and pass answers: not_accepted, the failed choice's issue only", exchange)
 
 
 # ==================================================================== cleanup

@@ -8,6 +8,7 @@ REST as a subprocess: every scenario passes. And against a deliberately broken b
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -93,11 +94,18 @@ def sweeping(env: dict):
         process.wait(timeout=10)
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @contextmanager
 def conformance_server(tmp_path: Path, *, spec: bool, settings_module: str | None = None):
-    """A live server with the check-1 evaluator, its identities, and every runner process (and
-    fixture) published by running the exact lines `--print-publish` prints."""
-    evaluator = ChatServer().start()
+    """A live server with the check-1 evaluator (a scripted one on a port the runner's own
+    `--evaluator-port` can take over once it is stopped), its identities, and every runner process
+    (and fixture) published by running the exact lines `--print-publish` prints."""
+    evaluator = ChatServer(free_port()).start()
     evaluator.script.update(EVALUATOR_SCRIPT)
     server_env = {"CHECK_EVALUATOR_URL": evaluator.url, "CHECK_EVALUATOR_MODEL": "scripted-evaluator-1",
                   "LEASE_SECONDS": LEASE_SECONDS}
@@ -118,11 +126,11 @@ def conformance_server(tmp_path: Path, *, spec: bool, settings_module: str | Non
     assert all(line.startswith(".venv/bin/python manage.py import_process ") for line in lines), lines
     with ThreadPoolExecutor(4) as pool:  # each line as printed, a fresh Django process; four at a time
         published = list(pool.map(lambda line: run_line(env, line), lines))
-    assert len(published) == (21 if spec else 9)
+    assert len(published) == (22 if spec else 10)
     assert all(re.search(r"^published \S+ version \d+ [0-9a-f]{64}$", out, re.MULTILINE) for out in published), published
     try:
         with start_live_server(env["DATABASE_URL"], tmp_path, env=server_env) as server, sweeping(env):
-            yield server.url, tokens, env
+            yield server.url, tokens, env, evaluator
     finally:
         evaluator.stop()
 
@@ -155,12 +163,17 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
     spec = spec_present()
     if not spec:
         print(f"the specification is not at {SPEC}: the runner runs without the spec's fixtures and schemas")
-    with conformance_server(tmp_path, spec=spec) as (url, tokens, env):
+    with conformance_server(tmp_path, spec=spec) as (url, tokens, env, evaluator):
         closing = {}
         for transport in ("mcp", "rest"):
             junit = tmp_path / f"conformance-{transport}.xml"
+            # Over MCP a scripted evaluator answers as any evaluator would; over REST the runner's own
+            # (--evaluator-port, on the same port) chooses every verdict.
+            own = ["--importer", importer_command(), "--evaluator-port", str(evaluator.port)]
+            if transport == "rest":
+                evaluator.stop()
             done = runner(url, *identity_arguments(tokens), "--transport", transport, "--junit", str(junit),
-                          "--timer-bound", "30", *(["--importer", importer_command()] if transport == "rest" else []),
+                          "--timer-bound", "30", *(own if transport == "rest" else []),
                           *(["--spec", str(SPEC)] if spec else []), env=env)
             found = verdicts(junit)
             failed = {name: message for name, (verdict, message) in found.items() if verdict == "fail"}
@@ -182,14 +195,19 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
                 # observable requirement is checked but the three this server cannot show: it offers both
                 # profiles and every optional tool, so it has nothing of them to refuse.
                 assert re.search(r": passed, 3 MUSTs not checked \(4\.2-refuse-missing-tool, parallel-refuse, "
-                                 r"check-refuse\); 5 MUSTs not observable", last), last
-                assert found["importer"][0] == "pass", done.stdout[-3000:]
-            else:  # without it the closing line counts what the runner could not check
-                assert re.search(r": passed, 9 MUSTs not checked \(2\.1-yaml-core, 2\.1-refusals, ", last), last
-                assert "importer" not in found
+                                 r"check-refuse\); 6 MUSTs not observable", last), last
+                assert (found["importer:accept"][0], found["importer:refuse"][0]) == ("pass", "pass"), done.stdout[-3000:]
+            else:  # without them the closing line counts what the runner could not check
+                assert re.search(r": passed, 11 MUSTs not checked \(2\.1-yaml-core, 2\.1-refusals, .*, check-worst, "
+                                 r"check-material, check-refuse\); 6 MUSTs not observable", last), last
+                assert not any(name.startswith("importer") for name in found)
             assert re.search(r"timer fired within [\d.]+ s of its time \(bound 30 s\)", done.stdout), done.stdout[-3000:]
-            # The scripted evaluator makes each of the three check-1 verdicts happen once.
+            # The one-minute timers and the lease's lapse ran, beside the other scenarios.
+            assert re.search(r"timeout fired within [\d.]+ s of its time \(bound 30 s\)", notes(junit, "timers"))
+            assert notes(junit, "lease-lapse") == f"lease of {LEASE_SECONDS} s waited out"
+            # Either evaluator makes each of the three check-1 verdicts happen once.
             assert "verdicts: sure: pass, unsure: unsure, failing: fail" in notes(junit, "check")
+            assert ("(the runner's evaluator)" in notes(junit, "check")) == (transport == "rest")
             closing[transport] = last
             seconds = float(re.search(r"in ([\d.]+) s", last).group(1))
             # The importer's checks start a Django process per file (about 27), most of the REST run's time.
@@ -197,7 +215,7 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
     print("\n".join(f"{transport}: {line}" for transport, line in closing.items()))
     # Same verdict over both transports: the same scenarios, the same (known) failures.
     counts = {t: int(re.search(r"(\d+) scenarios", line).group(1)) for t, line in closing.items()}
-    assert counts["mcp"] + 1 == counts["rest"], closing  # the same scenarios, and the importer's over REST
+    assert counts["mcp"] + 2 == counts["rest"], closing  # the same scenarios, and the importer's two over REST
 
 
 @pytest.mark.postgres
@@ -205,7 +223,7 @@ def test_the_runner_passes_this_server_over_mcp_and_rest(transactional_db, tmp_p
 def test_the_runner_names_the_scenario_a_broken_build_fails(transactional_db, tmp_path):
     """tests/support/broken_settings.py accepts values outside one_of; the runner's `fields`
     scenario says so by name, and scenarios that do not touch one_of still pass."""
-    with conformance_server(tmp_path, spec=False, settings_module="tests.support.broken_settings") as (url, tokens, _):
+    with conformance_server(tmp_path, spec=False, settings_module="tests.support.broken_settings") as (url, tokens, *_):
         junit = tmp_path / "broken.xml"
         done = runner(url, *identity_arguments(tokens), "--transport", "rest", "--junit", str(junit),
                       "--only", "fields,decisions,agent-loop")
@@ -234,4 +252,4 @@ def test_the_runner_imports_nothing_of_the_server():
              for name, line in imported_names(f"conformance.{path.stem}", path)
              if name.split(".")[0] in PACKAGES]
     assert found == []
-    assert len(list(folder.glob("processes/*/PROCESS.md"))) == 9
+    assert len(list(folder.glob("processes/*/PROCESS.md"))) == 10

@@ -154,3 +154,60 @@ def test_coverage_prints_the_table_with_its_counts():
     assert any(line.startswith("2.3-no-rounding") and "MUST NOT" in line and "-> fields" in line for line in lines)
     assert any(line.startswith("6.4-credential") and "not observable" in line for line in lines)
     assert lines[-1].startswith(f"{len(musts.MUSTS) - 1} requirements (11 with MUST or MUST NOT): ")
+
+
+def test_the_runners_evaluator_gives_the_verdict_it_chose(settings):
+    """Issue 24 point 3: "check-1 with a verdict the runner chooses through its own evaluator stub
+    (--evaluator-port) … so pass, unsure and fail are each asserted". This server's own evaluator
+    client asks the stub (a real HTTP endpoint) every check question of the runner's processes and
+    the spec's fixtures, and this server's judge gives each the verdict the runner chose; a verdict a
+    question cannot have is said so, not answered wrongly."""
+    from conformance.cli import evaluator_stub
+    from runs.services.checks import judge, kind_of
+    from runs.services.evaluator import ChatCompletionsEvaluator
+    from tests.support.spec import SPEC, spec_present
+
+    settings.CHECK_PASS, settings.CHECK_FAIL, settings.CHECK_CONFIDENCE = 0.9, None, 0.8
+    stub = evaluator_stub(0, SPEC if spec_present() else None)
+    stub.limits = lambda: {"checkPass": 0.9, "checkFail": None, "checkConfidence": 0.8}
+    client = ChatCompletionsEvaluator(stub.url, "any-model")
+    judged, impossible = {}, []
+    try:
+        for ask, question in stub.questions.items():
+            for verdict in ("pass", "unsure", "fail"):
+                marker = f"run-{len(judged)}-{verdict}"
+                stub.choose(marker, ask, verdict)
+                try:
+                    stub.given(marker, ask)
+                except ValueError:
+                    impossible.append((ask, verdict))
+                    continue
+                material = f"Run data (JSON): {{\"inputs\": {{\"subject\": \"{marker}\"}}}}"
+                kind = kind_of(question)
+                answer = (client.yes_no(material, ask) if kind == "yes_no"
+                          else client.choice(material, ask, question["one_of"]) if kind == "choice"
+                          else client.rubric(material, ask, question["levels"]))
+                judged[(ask, verdict)] = judge(question, answer)
+    finally:
+        stub.stop()
+    assert judged and all(got == verdict for (_ask, verdict), got in judged.items()), judged
+    assert {verdict for _ask, verdict in judged} == {"pass", "unsure", "fail"}
+    # A yes/no question without `fail` cannot be unsure (below pass fails): check-1 §2.
+    assert ("The cleared verdict matches what the attached report says.", "unsure") not in impossible
+    assert all(verdict != "pass" for _ask, verdict in impossible)
+    assert stub.unknown == 0
+
+
+def test_a_lease_longer_than_the_wait_is_said_in_the_closing_line():
+    """Issue 24 point 3: "a lease lapse measured on any server (waits the lease out when it is at
+    most --lease-wait-max …; else says so in the closing line)". A lease of 600 s with
+    --lease-wait-max 15: the lease-lapse scenario is skipped with the reason, and the closing line
+    counts 3.3-lease-lapse among the requirements not checked; the default waits 600 s out."""
+    session = session_for(FakeServer())
+    session.options.lease_wait_max = 15
+    results = session.run({"lease-lapse"})
+    [lapse] = [r for r in results if r.name == "lease-lapse"]
+    assert lapse.skipped == "the lease of 600 s is longer than --lease-wait-max 15 s: its lapse is not waited out"
+    assert "3.3-lease-lapse" in report.not_checked(results)
+    assert "1 skipped (lease-lapse)" in report.closing(results, "fake", session.calls, 1.0)
+    assert Options().lease_wait_max == 600  # tools.md's describe shows "leaseSeconds": 600

@@ -4,30 +4,32 @@ check-1 evaluator. Scripts are keyed by the question text the server finds in th
 import json
 import math
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from conformance.evaluator import ChatEndpoint
 
 
 class ChatServer:
-    def __init__(self):
+    def __init__(self, port: int = 0):
         self.script: dict[str, dict] = {}
         self.requests: list[dict] = []
         self.failures_left = 0  # answer this many requests with HTTP 500 first (an outage)
         self._lock = threading.Lock()
-        handler = self._handler()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.endpoint = ChatEndpoint(self.answer, port)  # the HTTP side, shared with the runner's evaluator
+
+    @property
+    def port(self) -> int:
+        return self.endpoint.port
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return self.endpoint.url
 
     def start(self):
-        self.thread.start()
+        self.endpoint.start()
         return self
 
     def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.endpoint.stop()
 
     def questions_asked(self) -> list[str]:
         return [self._question(r) for r in self.requests]
@@ -61,25 +63,3 @@ class ChatServer:
             content = json.dumps(spec)
         reply["choices"] = [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
         return 200, reply
-
-    def _handler(self):
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's naming
-                if self.path != "/v1/chat/completions":
-                    self.send_error(404)
-                    return
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, reply = server.answer(body)
-                data = json.dumps(reply).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        return Handler
