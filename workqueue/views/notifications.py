@@ -17,7 +17,7 @@ from kernel.models import Delivery
 from kernel.page_settings import time_zone_of
 from runs.services import notifications
 
-from .views import person_view
+from .plumbing import person_view
 
 
 def _how_often() -> str:

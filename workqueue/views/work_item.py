@@ -1,0 +1,89 @@
+"""The work item page: open it, decide it (work_item_decide.py), and who is on it (take, release,
+assign)."""
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect
+from django.views.decorators.http import require_http_methods, require_POST
+
+from api.tools import call_tool
+from kernel import clock
+from kernel.errors import ToolError
+from processes.presentation import presentation_for
+from runs.presenters import last_attempt
+from runs.selectors import file_names, is_assigned, recent_rows
+from runs.services import queue
+
+from .. import presenting
+from .item_page import form_for, item_or_404, render_item
+from .plumbing import error_page, operator_view, person_view, problem
+from .work_item_decide import decide_post
+
+
+@person_view
+@require_http_methods(["GET", "POST"])
+def work_item(request, identity, work_item_id: str):
+    item = item_or_404(identity, work_item_id)
+    # Operators see every work item (to assign or release it); only its assignees decide it.
+    if not is_assigned(identity, item) and not identity.is_operator:
+        return problem(request, 403, "Not your work item",
+                        "This work item is assigned to a group you are not in, or to another person.")
+    if request.method == "POST":
+        return decide_post(request, identity, item)
+    envelope = call_tool(identity, "get_run", {"runId": item.run_id})
+    if not envelope["ok"]:
+        return error_page(request, envelope["error"])
+    view = envelope["data"]
+    shown = presenting.find_item(view, item.id)
+    form = form_for(item, presentation_for(item.run.version_id))
+    # What the person starts from: an agent's held candidate, or the step's last attempt when it
+    # came back for rework (its values, route, reason and files, which stay attached).
+    candidate = (shown.get("escalation") or {}).get("candidate") if shown else None
+    candidate = candidate or last_attempt(view["data"]["steps"], item.step_id)
+    if candidate and form.completes:
+        refs = [e.get("ref") for e in candidate.get("evidence") or [] if e.get("kind") == "file"]
+        form.fill_from_candidate(candidate, file_names(identity.organization, refs))
+    for widget in form.widgets:  # an empty table starts with admin's columns, else those people used before
+        if widget.control == "rows" and not widget.columns:
+            widget.start_columns([] if widget.facts.columns else recent_rows(
+                identity.organization, process=item.run.process_name, step_id=item.step_id, field=widget.name))
+    return render_item(request, identity, item, view, form)
+
+# ---------------------------------------------------------------- who is on it (take, release, assign)
+
+
+def _queue_action(request, identity, work_item_id: str, act, done: str):
+    try:
+        act()
+    except ToolError as error:
+        if error.code == "not_found":
+            raise Http404(error.message) from None
+        first_word = error.message.split(" ", 1)[0]
+        message = error.message if "@" in first_word else error.message[:1].upper() + error.message[1:]
+        messages.error(request, message + ".")
+    else:
+        messages.success(request, done)
+    return redirect("workqueue:work_item", work_item_id=work_item_id)
+
+
+@person_view
+@require_POST
+def take_item(request, identity, work_item_id: str):
+    return _queue_action(request, identity, work_item_id, lambda: queue.take(
+        identity=identity, work_item_id=work_item_id, now=clock.now()),
+        "You are on it: everyone in the group sees that you hold this item.")
+
+
+@person_view
+@require_POST
+def release_item(request, identity, work_item_id: str):
+    return _queue_action(request, identity, work_item_id, lambda: queue.release(
+        identity=identity, work_item_id=work_item_id, now=clock.now()), "Released: anyone in the group can take it.")
+
+
+@operator_view
+@require_POST
+def assign_item(request, identity, work_item_id: str):
+    to = request.POST.get("to", "")
+    return _queue_action(request, identity, work_item_id, lambda: queue.assign(
+        identity=identity, work_item_id=work_item_id, to=to, now=clock.now()), f"Assigned to {to}.")
