@@ -10,7 +10,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from . import audit, clock, sql
-from .errors import invalid, not_found
+from .errors import Issue, invalid, not_found
 from .models import TOKEN_PREFIX, Agent, AgentApplication, ApiToken, EventKind, Member, Organization, hash_token
 from .oauth import SCOPE
 from .organizations import organization_by_id
@@ -184,7 +184,7 @@ def issue_personal_token(identity: Identity, *, label: str) -> tuple[ApiToken, s
     """A new bearer token acting as this person; (row, plaintext), the plaintext shown once."""
     label = label.strip()
     if len(label) > TOKEN_LABEL_CHARS:
-        raise invalid("the token was not created", [f"label: at most {TOKEN_LABEL_CHARS} characters"])
+        raise invalid("the token was not created", [Issue("label", f"at most {TOKEN_LABEL_CHARS} characters", "too_long")])
     row, plaintext = ApiToken.issue(organization=identity.organization, user=identity.user, label=label or "browser")
     audit.record(EventKind.TOKEN_CREATED, organization_id=identity.organization.id, actor=audit.Actor.of(identity),
                  at=clock.now(), data={"token": row.pk, "label": row.label})

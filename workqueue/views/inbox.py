@@ -7,14 +7,14 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
+from api.tools import call_tool
 from kernel import clock
-from kernel.errors import ToolError
 from processes.definition import definitions_for
 from processes.presentation import presentations_for
 from runs.models import InboxVisit
-from runs.services import saved_views
+from runs.services.saved_views import views_of
 
-from .. import bulk, presenting, queue_params, selectors
+from .. import bulk, presenting, queue_params, refusals, selectors
 from .plumbing import declared_inputs, latest_presentation, new_request_id, person_view, process_catalog
 
 
@@ -47,7 +47,7 @@ def inbox(request, identity):
     partial = query.get("partial") == "1"
     visit = InboxVisit.objects.filter(user=identity.user).first()
     seen_at = visit.seen_at if visit else None
-    views = saved_views.views_of(identity)
+    views = views_of(identity)
     saved = {view.pk: queue_params.read_filters(queue_params.parse(view.query), declared)[0] for view in views}
     rows, counts = selectors.inbox(identity, filters, now=now, page=page, seen_at=seen_at, saved=saved)
     version_ids = {row.run.version_id for row in rows}
@@ -88,12 +88,12 @@ def _mark_seen(identity, visit, now) -> None:
 @require_POST
 def save_view(request, identity):
     query = queue_params.canonical_query(queue_params.parse(request.POST.get("query", "")))
-    try:
-        view = saved_views.save(identity=identity, name=request.POST.get("name", ""), query=query, now=clock.now())
-    except ToolError as error:
-        messages.error(request, "The view was not saved: " + "; ".join(
-            issue.split(": ", 1)[-1] for issue in error.issues) + ".")
+    envelope = call_tool(identity, "save_view", {"name": request.POST.get("name", ""), "query": query},
+                         transport="browser")
+    if not envelope["ok"]:
+        messages.error(request, "The view was not saved: " + "; ".join(refusals.problems(envelope["error"])) + ".")
         return redirect(reverse("workqueue:inbox") + (f"?{query}" if query else ""))
+    view = envelope["data"]["view"]
     messages.success(request, f"Saved the view “{view.name}”. It is in the list of views above the filters.")
     return redirect(reverse("workqueue:inbox") + (f"?{view.query}" if view.query else ""))
 
@@ -101,9 +101,9 @@ def save_view(request, identity):
 @person_view
 @require_POST
 def delete_view(request, identity, view_id: int):
-    try:
-        view = saved_views.delete(identity=identity, view_id=view_id)
-    except ToolError as error:
-        raise Http404(error.message) from None
+    envelope = call_tool(identity, "delete_view", {"viewId": view_id}, transport="browser")
+    if not envelope["ok"]:
+        raise Http404(envelope["error"]["message"])
+    view = envelope["data"]["view"]
     messages.success(request, f"Deleted the view “{view.name}”.")
     return redirect("workqueue:inbox")

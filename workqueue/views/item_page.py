@@ -15,7 +15,7 @@ from processes.rendering import render_markdown
 from runs.models import WorkItemState
 from runs.presenters import decisions_for, sent_back
 from runs.selectors import file_facts, is_assigned
-from runs.services import queue
+from runs.services.queue import members_who_may_hold
 from runs.services.decisions import note_rule
 from runs.visibility import can_see
 
@@ -78,7 +78,7 @@ def render_item(request, identity, item, view, form, *, banner=None, request_id=
         "offsets": OFFSETS,
         "held_by_other": bool(item.held_by) and item.held_by.lower() != identity.email.lower(),
         "can_decide": is_assigned(identity, item),
-        "assignable_to": queue.members_who_may_hold(item) if identity.is_operator and shown else [],
+        "assignable_to": members_who_may_hold(item) if identity.is_operator and shown else [],
         "decided": item.state == WorkItemState.DECIDED,
         "removed": item.state == WorkItemState.REMOVED,
         "files": file_facts(identity.organization, presenting.file_refs(view)),

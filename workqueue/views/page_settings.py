@@ -4,9 +4,9 @@ from django.contrib import messages
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from kernel import page_settings
-from kernel.errors import ToolError
+from api.tools import call_tool
 
+from .. import refusals
 from ..middleware import SESSION_KEY as PAGE_TIME_ZONE
 from .plumbing import person_view
 
@@ -17,11 +17,11 @@ from .plumbing import person_view
 @person_view
 @require_POST
 def time_zone(request, identity):
-    try:
-        name = page_settings.set_time_zone(user=request.user, name=request.POST.get("time_zone", ""))
-    except ToolError as error:
-        messages.error(request, "Not saved: " + "; ".join(issue.split(": ", 1)[-1] for issue in error.issues) + ".")
+    envelope = call_tool(identity, "set_time_zone", {"name": request.POST.get("time_zone", "")}, transport="browser")
+    if not envelope["ok"]:
+        messages.error(request, "Not saved: " + "; ".join(refusals.problems(envelope["error"])) + ".")
     else:
+        name = envelope["data"]["name"]
         request.session[PAGE_TIME_ZONE] = name
         messages.success(request, f"Times are now shown in {name}." if name else
                          "Times are now shown in your browser's time zone.")

@@ -7,10 +7,11 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from api.tools import call_tool
 from kernel import throttle
-from kernel.errors import ToolError
-from kernel.identity import issue_personal_token, personal_tokens, revoke_personal_token
+from kernel.identity import personal_tokens
 
+from .. import refusals
 from .plumbing import person_view
 
 
@@ -26,14 +27,18 @@ def tokens(request, identity):
         counter = (throttle.TOKEN_CREATION, identity.ref)
         try:
             throttle.check(counter)
-            row, plaintext = issue_personal_token(identity, label=request.POST.get("label", ""))
-            throttle.count(counter)
-            created = {"row": row, "plaintext": plaintext}
         except throttle.Throttled as error:
             label_error, status = f"Too many new tokens. Wait {error.wait_text}, then try again.", 429
             retry_after = error.retry_after
-        except ToolError as error:  # "label: at most 100 characters", shown beside the label
-            label_error, status = "; ".join(issue.split(": ", 1)[-1].capitalize() + "." for issue in error.issues), 400
+        else:
+            envelope = call_tool(identity, "create_token", {"label": request.POST.get("label", "")},
+                                 transport="browser")
+            if envelope["ok"]:
+                throttle.count(counter)
+                created = envelope["data"]
+            else:  # "label: at most 100 characters", shown beside the label
+                label_error = "; ".join(problem.capitalize() + "." for problem in refusals.problems(envelope["error"]))
+                status = 400
     response = render(request, "workqueue/tokens.html",
                       {"tokens": personal_tokens(identity), "created": created, "label_error": label_error},
                       status=status)
@@ -45,9 +50,9 @@ def tokens(request, identity):
 @person_view
 @require_POST
 def revoke(request, identity, token_id: int):
-    try:
-        row = revoke_personal_token(identity, token_id)
-    except ToolError as error:
-        raise Http404(error.message) from None
+    envelope = call_tool(identity, "revoke_token", {"tokenId": token_id}, transport="browser")
+    if not envelope["ok"]:
+        raise Http404(envelope["error"]["message"])
+    row = envelope["data"]["row"]
     messages.success(request, f"Token “{row.label or row.pk}” revoked. It stops working at once.")
     return redirect(reverse("workqueue:tokens"))

@@ -7,14 +7,11 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods, require_POST
 
 from api.tools import call_tool
-from kernel import clock
-from kernel.errors import ToolError
 from processes.presentation import presentation_for
 from runs.presenters import last_attempt
 from runs.selectors import file_names, is_assigned, recent_rows
-from runs.services import queue
 
-from .. import presenting
+from .. import presenting, refusals
 from .item_page import form_for, item_or_404, render_item
 from .plumbing import error_page, operator_view, person_view, problem
 from .work_item_decide import decide_post
@@ -52,38 +49,32 @@ def work_item(request, identity, work_item_id: str):
 # ---------------------------------------------------------------- who is on it (take, release, assign)
 
 
-def _queue_action(request, identity, work_item_id: str, act, done: str):
-    try:
-        act()
-    except ToolError as error:
-        if error.code == "not_found":
-            raise Http404(error.message) from None
-        first_word = error.message.split(" ", 1)[0]
-        message = error.message if "@" in first_word else error.message[:1].upper() + error.message[1:]
-        messages.error(request, message + ".")
-    else:
+def _queue_action(request, identity, work_item_id: str, tool: str, done: str, **arguments):
+    envelope = call_tool(identity, tool, {"workItemId": work_item_id, **arguments}, transport="browser")
+    if envelope["ok"]:
         messages.success(request, done)
+    elif refusals.is_not_found(envelope["error"]):
+        raise Http404(envelope["error"]["message"])
+    else:
+        messages.error(request, refusals.message_sentence(envelope["error"]))
     return redirect("workqueue:work_item", work_item_id=work_item_id)
 
 
 @person_view
 @require_POST
 def take_item(request, identity, work_item_id: str):
-    return _queue_action(request, identity, work_item_id, lambda: queue.take(
-        identity=identity, work_item_id=work_item_id, now=clock.now()),
-        "You are on it: everyone in the group sees that you hold this item.")
+    return _queue_action(request, identity, work_item_id, "take",
+                         "You are on it: everyone in the group sees that you hold this item.")
 
 
 @person_view
 @require_POST
 def release_item(request, identity, work_item_id: str):
-    return _queue_action(request, identity, work_item_id, lambda: queue.release(
-        identity=identity, work_item_id=work_item_id, now=clock.now()), "Released: anyone in the group can take it.")
+    return _queue_action(request, identity, work_item_id, "release", "Released: anyone in the group can take it.")
 
 
 @operator_view
 @require_POST
 def assign_item(request, identity, work_item_id: str):
     to = request.POST.get("to", "")
-    return _queue_action(request, identity, work_item_id, lambda: queue.assign(
-        identity=identity, work_item_id=work_item_id, to=to, now=clock.now()), f"Assigned to {to}.")
+    return _queue_action(request, identity, work_item_id, "assign", f"Assigned to {to}.", to=to)

@@ -13,7 +13,7 @@ from api.tools import call_tool
 from kernel.errors import HTTP_STATUS, ConflictIssue
 from processes.maps import humanize
 from processes.presentation import presentation_for
-from runs.services import uploads
+from runs.services.uploads import too_large
 
 from .. import presenting
 from ..forms import Attached, DecisionForm
@@ -28,7 +28,7 @@ def _upload_files(identity, request, form: DecisionForm, request_id: str) -> lis
     Each upload's requestId derives from the form's, so a resent form replays the same uploads."""
     uploaded, failed = [], False
     for index, upload in enumerate(request.FILES.getlist("evidence_files")):
-        if uploads.too_large(upload.size):  # refused before it is read and encoded
+        if too_large(upload.size):  # refused before it is read and encoded
             form.add_part_error("evidence", f"{upload.name}: larger than the upload limit "
                                             f"({settings.MAX_UPLOAD_BYTES} bytes)")
             failed = True
