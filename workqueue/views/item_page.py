@@ -15,13 +15,13 @@ from processes.rendering import render_markdown
 from runs.models import WorkItemState
 from runs.presenters import decisions_for, sent_back
 from runs.selectors import file_facts, is_assigned
-from runs.services.queue import members_who_may_hold
 from runs.services.decisions import note_rule
+from runs.services.queue import members_who_may_hold
 from runs.visibility import can_see
 
 from .. import presenting, queue_params, selectors
 from ..forms import OFFSETS, DecisionForm
-from .plumbing import declared_inputs, error_page, new_request_id, process_catalog
+from .plumbing import declared_inputs, error_page, new_request_id, problem, process_catalog
 
 
 # ---------------------------------------------------------------- work item
@@ -37,6 +37,11 @@ def item_or_404(identity, work_item_id: str):
 
 
 
+
+
+def not_yours(request):
+    return problem(request, 403, "Not your work item",
+                   "This work item is assigned to a group you are not in, or to another person.")
 
 
 def form_for(item, presentation: Presentation) -> DecisionForm:

@@ -11,20 +11,26 @@ from processes.presentation import presentation_for
 from runs.presenters import last_attempt
 from runs.selectors import file_names, is_assigned, recent_rows
 
-from .. import presenting, refusals
-from .item_page import form_for, item_or_404, render_item
-from .plumbing import error_page, operator_view, person_view, problem
+from .. import presenting, refusals, selectors
+from .item_page import form_for, item_or_404, not_yours, render_item
+from .plumbing import error_page, operator_view, person_view
 from .work_item_decide import decide_post
 
 
 @person_view
 @require_http_methods(["GET", "POST"])
 def work_item(request, identity, work_item_id: str):
+    if request.method == "POST" and request.POST.get("decision") and not request.POST.get("edit"):
+        # A decision: the decide tool checks who may see and decide this item, once, with the
+        # row read here (issue 29: one read of the work item, one check of its assignment).
+        item = selectors.work_item(identity, work_item_id)
+        if item is None:
+            raise Http404("No such work item in your organization.")
+        return decide_post(request, identity, item)
     item = item_or_404(identity, work_item_id)
     # Operators see every work item (to assign or release it); only its assignees decide it.
     if not is_assigned(identity, item) and not identity.is_operator:
-        return problem(request, 403, "Not your work item",
-                        "This work item is assigned to a group you are not in, or to another person.")
+        return not_yours(request)
     if request.method == "POST":
         return decide_post(request, identity, item)
     envelope = call_tool(identity, "get_run", {"runId": item.run_id})

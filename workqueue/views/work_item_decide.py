@@ -5,6 +5,7 @@ import base64
 
 from django.conf import settings
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -13,11 +14,13 @@ from api.tools import call_tool
 from kernel.errors import HTTP_STATUS, ConflictIssue
 from processes.maps import humanize
 from processes.presentation import presentation_for
+from runs.selectors import is_assigned, work_item_read_already
 from runs.services.uploads import too_large
+from runs.visibility import can_see
 
-from .. import presenting
+from .. import presenting, refusals
 from ..forms import Attached, DecisionForm
-from .item_page import form_for, inbox_query, next_item_link, render_item, rerender
+from .item_page import form_for, inbox_query, next_item_link, not_yours, render_item, rerender
 from .plumbing import error_page, new_request_id
 
 
@@ -80,7 +83,8 @@ def decide_post(request, identity, item):
                 "message": "Nothing was decided. Each value is shown next to what it should look like."}, status=422)
     elif form.note.strip():
         arguments["note"] = form.note
-    envelope = call_tool(identity, "decide", arguments)
+    with work_item_read_already(item):  # the tool decides with this row; it checks who may
+        envelope = call_tool(identity, "decide", arguments, transport="browser")
     if envelope["ok"]:
         view = envelope["data"]
         run = view["run"]
@@ -97,14 +101,18 @@ def decide_post(request, identity, item):
 def _after_refusal(request, identity, item, form, error, request_id, post):
     code, issues = error["code"], error.get("issues") or []
     status = HTTP_STATUS.get(code, 400)
-    if code == "conflict" and ConflictIssue.ALREADY_DECIDED in issues:
+    if code == "not_found" and not can_see(identity, item.run):  # as for an id that never existed
+        raise Http404("No such work item in your organization.")
+    if not is_assigned(identity, item) and not identity.is_operator:
+        return not_yours(request)  # the refusal path only: what follows shows the item
+    if refusals.conflict_of(error) == ConflictIssue.ALREADY_DECIDED:
         item.refresh_from_db()
         banner = {"kind": "warning", "title": "Someone already decided this item",
                   "message": f"{item.decided_by} decided it ({item.decision}) at "
                              f"{item.decided_at:%Y-%m-%d %H:%M UTC}. Your decision was not applied.",
                   "detail": error["message"]}
         return rerender(request, identity, item, form, banner=banner, status=status)
-    if code == "conflict" and ConflictIssue.RUN_ENDED in issues:
+    if refusals.conflict_of(error) == ConflictIssue.RUN_ENDED:
         banner = {"kind": "warning", "title": "The run has ended",
                   "message": "Your decision was not applied: the run ended or was cancelled.",
                   "detail": error["message"]}
