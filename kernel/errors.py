@@ -35,10 +35,11 @@ class Issue(str):
     path: str
     problem: str
     code: str
+    params: dict  # what the sentence names (`{"limit": 2000}`, `{"kind": "file"}`)
 
-    def __new__(cls, path: str, problem: str, code: str):
+    def __new__(cls, path: str, problem: str, code: str, **params):
         line = super().__new__(cls, f"{path}: {problem}" if path else problem)
-        line.path, line.problem, line.code = path, problem, code
+        line.path, line.problem, line.code, line.params = path, problem, code, params
         return line
 
 

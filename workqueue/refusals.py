@@ -8,6 +8,36 @@ what a person reads, and never which branch a page takes.
 
 from kernel.errors import ConflictIssue, ErrorCode, Issue
 
+# The person's sentence for an issue of a decision's parts, by (path, code); None in the path
+# matches any path (evidence lines name the file they are about).
+_EVIDENCE_KINDS = {"file": "Attach at least one file (a receipt, a report, a scan).",
+                   "link": "Add at least one link or reference."}
+PART_SENTENCES = {
+    (None, "file_not_found"): "A file you attached is no longer available; attach it again.",
+    (None, "file_damaged"): "A file you attached was damaged in storage; attach it again.",
+    ("next", "route_missing"): "Choose where the work goes next.",
+    ("next", "route_unknown"): "Choose where the work goes next from the list.",
+    ("reason", "reason_missing"): "Say in a sentence why you chose this route.",
+    ("note", "note_missing"): "Write a note that says why, for whoever gets the work back.",
+    ("summary", "summary_missing"): "Write a short summary of what you did and found.",
+    ("summary", "too_long"): "Make the summary shorter (at most {limit} characters).",
+    ("decision", None): "Choose a decision with one of the buttons.",
+}
+
+
+def part_sentence(issue) -> str | None:
+    """The sentence for an issue about a decision's parts (evidence, route, note, summary,
+    decision), by its code; None for any other."""
+    if not isinstance(issue, Issue):
+        return None
+    if issue.code == "evidence_missing":
+        return _EVIDENCE_KINDS.get(issue.params.get("kind"))
+    for key in ((issue.path, issue.code), (None, issue.code), (issue.path, None)):
+        if key in PART_SENTENCES:
+            return PART_SENTENCES[key].format(**issue.params)
+    return None
+
+
 def problem_of(issue) -> str:
     """The issue without its path: what to fix about the field the page shows it beside."""
     if isinstance(issue, Issue):

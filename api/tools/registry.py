@@ -22,7 +22,7 @@ from jsonschema import Draft202012Validator
 
 from kernel import clock, jsonio, observe
 from kernel.capabilities import offered_tools
-from kernel.errors import ToolError, invalid, not_found, retry
+from kernel.errors import Issue, ToolError, invalid, not_found, retry
 from kernel.identity import Identity
 from runs.services import writes
 
@@ -107,13 +107,13 @@ def _issues_of(error) -> list[str]:
         names = expected if isinstance(expected, list) else [expected]
         return [f"{label}: expected {' or '.join(_TYPE_NAMES.get(n, n) for n in names)}"]
     if kind == "enum":
-        return [f"{label}: must be one of {', '.join(map(str, expected))}"]
+        return [Issue(label, f"must be one of {', '.join(map(str, expected))}", "not_one_of")]
     if kind == "const":
         return [f"{label}: must be {expected}"]
     if kind == "minLength":
         return [f"{label}: must not be empty" if expected == 1 else f"{label}: at least {expected} characters"]
     if kind == "maxLength":
-        return [f"{label}: at most {expected} characters"]
+        return [Issue(label, f"at most {expected} characters", "too_long", limit=expected)]
     if kind in ("minimum", "exclusiveMinimum"):
         return [f"{label}: must be {'at least' if kind == 'minimum' else 'more than'} {expected}"]
     if kind in ("maximum", "exclusiveMaximum"):

@@ -4,7 +4,7 @@ from django.db import transaction
 
 from kernel import audit
 from kernel.clock import iso
-from kernel.errors import ToolError, forbidden, invalid, not_accepted, not_found, stale
+from kernel.errors import Issue, ToolError, forbidden, invalid, not_accepted, not_found, stale
 from kernel.identity import Identity
 from kernel.models import EventKind
 
@@ -86,9 +86,10 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
 
     allowed = decisions_for(item)
     if decision not in allowed:
-        raise not_accepted([f'decision: "{decision}" is not accepted on this item; one of {", ".join(allowed)}'])
+        raise not_accepted([Issue("decision", f'"{decision}" is not accepted on this item; one of {", ".join(allowed)}',
+                                  "decision_not_accepted")])
     if decision in NEEDS_NOTE and (note is None or not note.strip()):
-        raise not_accepted(["note: required"])
+        raise not_accepted([Issue("note", "required", "note_missing")])
 
     step = ctx.step(item.step_id)
     by = identity.ref
