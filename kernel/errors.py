@@ -26,6 +26,23 @@ class ConflictIssue(StrEnum):
     HELD_BY_OTHER = "held_by_other"  # the work queue's own (not a protocol tool's): someone is on it
 
 
+class Issue(str):
+    """One `issues` line, worded as the spec requires (`label: at most 100 characters`), that also
+    carries its path (`label`), its problem (`at most 100 characters`) and a machine code beside it
+    (issue 29). On the wire it is the line itself (a str: JSON writes it as one); in process a page
+    reads `.path` and `.code` and words its own sentence (workqueue/refusals.py), never the text."""
+
+    path: str
+    problem: str
+    code: str
+    params: dict  # what the sentence names (`{"limit": 2000}`, `{"kind": "file"}`)
+
+    def __new__(cls, path: str, problem: str, code: str, **params):
+        line = super().__new__(cls, f"{path}: {problem}" if path else problem)
+        line.path, line.problem, line.code, line.params = path, problem, code, params
+        return line
+
+
 # DESIGN.md: the HTTP status of each code on REST (401 is for a missing or unknown credential).
 HTTP_STATUS = {
     ErrorCode.INVALID: 400,
@@ -48,7 +65,8 @@ class ToolError(Exception):
     def envelope(self) -> dict:
         error = {"code": self.code.value, "message": self.message}
         if self.issues is not None:
-            error["issues"] = [str(issue) for issue in self.issues]
+            # An Issue stays one (its code for the pages in process); JSON writes it as its line.
+            error["issues"] = [issue if isinstance(issue, Issue) else str(issue) for issue in self.issues]
         return {"ok": False, "error": error}
 
     @property

@@ -6,12 +6,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from . import audit, clock, sql
-from .errors import invalid, not_found
-from .models import TOKEN_PREFIX, Agent, AgentApplication, ApiToken, EventKind, Member, Organization, hash_token
+from . import api_tokens, audit, sql
+from .errors import Issue, invalid, not_found
+from .models import TOKEN_PREFIX, Agent, AgentApplication, ApiToken, Member, Organization, hash_token
 from .oauth import SCOPE
 from .organizations import organization_by_id
 
@@ -149,12 +148,7 @@ def identity_from_bearer(token: str) -> Identity | None:
     return identity_from_access_token(token)
 
 
-def revoke_token(row: ApiToken) -> None:
-    row.revoked_at = timezone.now()
-    row.save(update_fields=["revoked_at"])
-
-
-def revoke_earlier_tokens(token: str, *, label: str) -> int:
+def revoke_earlier_tokens(token: str, *, label: str, actor: audit.Actor = audit.COMMAND_LINE) -> int:
     """Revoke the live tokens of `token`'s owner that carry `label`, all but `token` itself: a tool
     that prints a token (create_identity, the demo) replaces the one it printed last time instead of
     piling them up. Tokens made elsewhere (the browser's /tokens/, OAuth) are left alone. Returns how
@@ -162,7 +156,10 @@ def revoke_earlier_tokens(token: str, *, label: str) -> int:
     row = ApiToken.objects.get(token_hash=hash_token(token))
     earlier = ApiToken.objects.filter(organization_id=row.organization_id, agent_id=row.agent_id,
                                       user_id=row.user_id, label=label, revoked_at__isnull=True).exclude(pk=row.pk)
-    return earlier.update(revoked_at=timezone.now())
+    rows = list(earlier)
+    for earlier_row in rows:  # each with its audit event, as on the pages
+        api_tokens.revoke(earlier_row, actor=actor)
+    return len(rows)
 
 
 def token_still_works(token: str, *, agent=None, user=None) -> bool:
@@ -184,11 +181,10 @@ def issue_personal_token(identity: Identity, *, label: str) -> tuple[ApiToken, s
     """A new bearer token acting as this person; (row, plaintext), the plaintext shown once."""
     label = label.strip()
     if len(label) > TOKEN_LABEL_CHARS:
-        raise invalid("the token was not created", [f"label: at most {TOKEN_LABEL_CHARS} characters"])
-    row, plaintext = ApiToken.issue(organization=identity.organization, user=identity.user, label=label or "browser")
-    audit.record(EventKind.TOKEN_CREATED, organization_id=identity.organization.id, actor=audit.Actor.of(identity),
-                 at=clock.now(), data={"token": row.pk, "label": row.label})
-    return row, plaintext
+        raise invalid("the token was not created",
+                      [Issue("label", f"at most {TOKEN_LABEL_CHARS} characters", "too_long")])
+    return api_tokens.issue(organization=identity.organization, user=identity.user, label=label or "browser",
+                            actor=audit.Actor.of(identity))
 
 
 def revoke_personal_token(identity: Identity, token_id: int) -> ApiToken:
@@ -196,8 +192,5 @@ def revoke_personal_token(identity: Identity, token_id: int) -> ApiToken:
     row = personal_tokens(identity).filter(pk=token_id).first()
     if row is None:
         raise not_found("no such token of yours")
-    if row.revoked_at is None:
-        revoke_token(row)
-        audit.record(EventKind.TOKEN_REVOKED, organization_id=identity.organization.id,
-                     actor=audit.Actor.of(identity), at=clock.now(), data={"token": row.pk, "label": row.label})
+    api_tokens.revoke(row, actor=audit.Actor.of(identity))
     return row

@@ -6,8 +6,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
+from . import api_tokens, audit, clock
 from .identity_names import agent_name_issues, email_issues, normalized_email
-from .models import DEFAULT_ORGANIZATION_SLUG, Agent, ApiToken, Member, Organization, OrganizationGroup
+from .models import DEFAULT_ORGANIZATION_SLUG, Agent, EventKind, Member, Organization, OrganizationGroup
 
 
 class OrganizationError(Exception):
@@ -85,7 +86,7 @@ def create_agent(organization: Organization, name: str, *,
     agent, _ = Agent.objects.get_or_create(organization=organization, name=name)
     if token_label is None:
         return agent, None
-    _, token = ApiToken.issue(organization=organization, agent=agent, label=token_label)
+    _, token = api_tokens.issue(organization=organization, agent=agent, label=token_label, actor=audit.COMMAND_LINE)
     return agent, token
 
 
@@ -112,7 +113,8 @@ def create_person(
             raise IdentityRefused(issues)
         user = User.objects.create_user(username=email, email=email)
     member = Member.objects.filter(user=user).first()
-    if member is None:
+    added = member is None  # a person new to the organization (not one already there)
+    if added:
         Member.objects.create(user=user, organization=organization)
     elif member.organization_id != organization.id:
         raise OrganizationError(f"{email} already belongs to organization {member.organization.slug}")
@@ -125,7 +127,10 @@ def create_person(
         user.groups.add(organization_group(organization, name))
     if operator:
         user.groups.add(organization.operators)
+    if added:  # recorded as kernel/people.py `add_person` records a person added in admin
+        audit.record(EventKind.PERSON_ADDED, organization_id=organization.id, actor=audit.COMMAND_LINE, at=clock.now(),
+                     data={"email": email, "groups": sorted(groups), "operator": operator})
     if token_label is None:
         return user, None
-    _, token = ApiToken.issue(organization=organization, user=user, label=token_label)
+    _, token = api_tokens.issue(organization=organization, user=user, label=token_label, actor=audit.COMMAND_LINE)
     return user, token

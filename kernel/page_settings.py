@@ -4,7 +4,7 @@ import zoneinfo
 
 from django.db import transaction
 
-from .errors import invalid
+from .errors import Issue, invalid
 from .models import Member, PageSettings
 
 
@@ -18,7 +18,7 @@ def time_zone_of(user) -> str:
 def set_time_zone(*, user, name: str) -> str:
     name = (name or "").strip()
     if name and name not in zoneinfo.available_timezones():
-        raise invalid("the time zone was not saved", [f"time zone: “{name[:64]}” is not a time zone we know"])
+        raise invalid("the time zone was not saved", [Issue("time zone", f"“{name[:64]}” is not a time zone we know", "unknown_time_zone")])
     organization_id = Member.objects.filter(user=user).values_list("organization_id", flat=True).first()
     PageSettings.objects.update_or_create(user=user, defaults={"time_zone": name, "organization_id": organization_id})
     return name

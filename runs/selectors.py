@@ -1,6 +1,8 @@
 """Reads: get_work for agents and people, list_runs. Keyset-paged on indexed columns."""
 
+import contextvars
 import datetime as dt
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db.models import Q
@@ -68,6 +70,32 @@ def open_items_for(identity: Identity):
     """The open work items whose assignment includes this person."""
     return WorkItem.objects.filter(organization=identity.organization, state=WorkItemState.OPEN).filter(
         assigned_to(identity))
+
+
+# The work item the caller has read already (the work item page, before it calls `decide`): the
+# decision uses it instead of reading the row again (issue 29). Safe without a lock: the decision
+# closes the item with a conditional UPDATE (runs/services/engine.py `save`), so an item decided
+# meanwhile is refused as already_decided all the same.
+_read_already: contextvars.ContextVar = contextvars.ContextVar("work_item_read_already", default=None)
+
+
+@contextmanager
+def work_item_read_already(item: WorkItem):
+    token = _read_already.set(item)
+    try:
+        yield
+    finally:
+        _read_already.reset(token)
+
+
+def work_item_of_run(work_item_id: str, run: Run, *, open_only: bool = False) -> WorkItem | None:
+    """The run's work item with this id: the one read already in this call when it is that one,
+    else from the database."""
+    item = _read_already.get()
+    if item is not None and item.pk == work_item_id and item.run_id == run.id:
+        return item if not open_only or item.state == WorkItemState.OPEN else None
+    items = WorkItem.objects.filter(pk=work_item_id, run=run)
+    return (items.filter(state=WorkItemState.OPEN) if open_only else items).first()
 
 
 def is_assigned(identity: Identity, item: WorkItem) -> bool:

@@ -1,6 +1,7 @@
 """One "Add person" screen in admin (issue 16, point 6): the account, its organization, groups and
 operator flag, and an invitation mail whose password-set link is built from PUBLIC_BASE_URL."""
 
+import io
 import re
 import smtplib
 
@@ -69,7 +70,7 @@ def test_adding_a_person_creates_the_account_groups_operator_flag_and_mails_the_
     assert links and all(link.startswith("https://process.example.com/") for link in links), links
     assert "evil.example" not in message.body
     # In the audit log, with who added her (the actor from authentication, never from the form).
-    (added,) = AuditEvent.objects.filter(kind="person_added")
+    (added,) = AuditEvent.objects.filter(kind="person_added", actor_kind="admin")
     assert (added.actor, added.actor_kind, added.organization_id) == ("root@example.com", "admin", org.id)
     assert added.data == {"email": "mira.lind@example.com", "groups": ["finance"], "operator": True}
 
@@ -147,7 +148,36 @@ def test_when_mail_fails_the_person_exists_and_a_new_invitation_can_be_sent(admi
 
 def test_people_without_admin_rights_cannot_open_the_screen(org, client):
     create_person(org, "fin@example.com", password="fin-pass-12345")
+    before = AuditEvent.objects.count()  # her own person_added and token_created, from the command line
     assert client.login(username="fin@example.com", password="fin-pass-12345")
     response = client.get(reverse(ADD_PERSON))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
-    assert not AuditEvent.objects.exists()
+    assert AuditEvent.objects.count() == before
+
+
+def test_people_and_tokens_from_the_command_line_and_revoked_in_admin_are_audited(admin_client, org):
+    """Issue 29: "People and tokens created from the command line and tokens revoked in admin write
+    the same audit events as the pages." """
+    from django.core.management import call_command
+
+    from kernel.models import ApiToken
+
+    def events(kind):
+        return [(e.actor, e.actor_kind, e.data) for e in AuditEvent.objects.filter(kind=kind).order_by("id")]
+
+    out = io.StringIO()
+    call_command("create_identity", "person", "fin@example.com", "--groups", "finance", stdout=out)
+    first = ApiToken.objects.get(user__email="fin@example.com", revoked_at__isnull=True)
+    assert events("person_added")[-1] == ("command line", "server",
+                                          {"email": "fin@example.com", "groups": ["finance"], "operator": False})
+    assert events("token_created")[-1] == ("command line", "server", {"token": first.pk, "label": "create_identity"})
+    call_command("create_identity", "person", "fin@example.com", "--groups", "finance", stdout=out)
+    assert [e for e in events("person_added") if e[2]["email"] == "fin@example.com"] == [
+        ("command line", "server", {"email": "fin@example.com", "groups": ["finance"], "operator": False})]  # once
+    assert events("token_revoked") == [("command line", "server", {"token": first.pk, "label": "create_identity"})]
+    second = ApiToken.objects.get(user__email="fin@example.com", revoked_at__isnull=True)
+    response = admin_client.post(reverse("admin:agentprocess_apitoken_changelist"), {
+        "action": "revoke_selected", "_selected_action": [second.pk]}, follow=True)
+    assert "Revoked 1 API token(s)." in response.content.decode()
+    assert events("token_revoked")[-1] == ("root@example.com", "admin",
+                                           {"token": second.pk, "label": "create_identity"})

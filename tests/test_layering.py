@@ -11,6 +11,11 @@
 
 Every import of the project's own modules is read from the source (function-level imports too),
 every module must fall in a layer, and no two modules import each other in a cycle.
+
+The pages (workqueue/views/, issue 29) reach the domain one way, as agents do: they may import the
+tool layer and selectors, and from the services only the reads and pure rules named in PAGE_READS;
+never a service's write function (a write goes through `call_tool`, api/tools/page_tools.py for the
+pages' own writes).
 """
 
 import ast
@@ -25,6 +30,34 @@ TRANSPORT_MODULES = re.compile(
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
 KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^runs$|^(runs|processes)\.(apps|models|ids|migrations)(\.|$)")
 SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)")
+
+
+PAGES = re.compile(r"^workqueue\.views(\.|$)")
+# What a page may take from the services and the kernel's write modules: reads and pure rules only.
+PAGE_READS = {
+    "runs.services.decisions.note_rule",  # which decisions need a note (a rule the form shows)
+    "runs.services.uploads.too_large",  # refused before a file is read and encoded
+    "runs.services.saved_views.views_of",
+    "runs.services.queue.members_who_may_hold",
+    "runs.services.notifications.choices_of",
+}
+KERNEL_WRITES = {"kernel.identity.issue_personal_token", "kernel.identity.revoke_personal_token",
+                 "kernel.identity.revoke_token", "kernel.page_settings.set_time_zone", "kernel.audit.record",
+                 "kernel.people"}
+
+
+def page_write_imports(module: str, path: Path) -> list[str]:
+    """A page's imports of a service's (or the kernel's) write functions, or of a whole services module."""
+    if not PAGES.search(module):
+        return []
+    found = []
+    for name, line in imported_names(module, path):
+        where = f"{path.name}:{line}"
+        if name.startswith("runs.services") and name not in PAGE_READS:
+            found.append(f"{where}: the page {module} imports {name}; write through call_tool")
+        elif any(name == write or name.startswith(write + ".") for write in KERNEL_WRITES):
+            found.append(f"{where}: the page {module} imports {name}; write through call_tool")
+    return found
 
 
 def layer_of(module: str) -> str | None:
@@ -100,6 +133,8 @@ def violations(root: Path = ROOT) -> list[str]:
             if here == "tools" and target.endswith(".models"):
                 found.append(f"{where}: the tool {module} imports the models {target}; call a service or selector")
     found += [f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph)]
+    for module, path in modules.items():
+        found += page_write_imports(module, path)
     return found
 
 
@@ -168,6 +203,28 @@ def test_the_contract_fails_on_a_planted_upward_import(tmp_path):
     assert "api/tools/registry.py:1: the tool api.tools.registry imports the models runs.models; " \
            "call a service or selector" in found
     assert "import cycle: kernel.a -> kernel.b" in found
+
+
+def test_a_page_importing_a_write_service_fails_the_contract(tmp_path):
+    """Issue 29: "the layering test fails when a page imports a write service"; reads and the tool
+    layer pass."""
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    for folder in ("runs/services", "api/tools", "workqueue/views"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "runs" / "services" / "queue.py").write_text("def take(): ...\ndef members_who_may_hold(): ...\n")
+    (tmp_path / "api" / "tools" / "registry.py").write_text("def call_tool(): ...\n")
+    (tmp_path / "workqueue" / "views" / "ok.py").write_text(
+        "from api.tools.registry import call_tool\nfrom runs.services.queue import members_who_may_hold\n")
+    (tmp_path / "workqueue" / "views" / "bad.py").write_text(
+        "from runs.services import queue\nfrom runs.services.queue import take\n")
+    found = violations(tmp_path)
+    assert found == [
+        "bad.py:1: the page workqueue.views.bad imports runs.services.queue; write through call_tool",
+        "bad.py:2: the page workqueue.views.bad imports runs.services.queue.take; write through call_tool",
+    ]
 
 
 def test_kernel_and_models_import_nothing_above_them():

@@ -13,6 +13,7 @@ from decimal import Decimal
 import pytest
 from django.http import QueryDict
 
+from kernel.errors import Issue
 from kernel.models import AuditEvent, EventKind
 from runs.models import Run
 from tests.support.flows import LINK
@@ -194,10 +195,16 @@ def test_widgets_read_rows_items_and_pairs_and_prefill_from_values():
     ("output.reviewedOn: expected date (YYYY-MM-DD)", "Enter the reviewed on as a date, like 2026-10-06."),
     ("output.tier: must be one of gold, silver", "Choose the tier from the list: gold, silver."),
     ("output.lines[2].amount: expected number", "Enter the lines, entry 3, amount as a number, like 1250.50."),
-    ("evidence: file required", "Attach at least one file (a receipt, a report, a scan)."),
-    ("next: required, one of accept, decline", "Choose where the work goes next."),
-    ("reason: required", "Say in a sentence why you chose this route."),
-    ("summary: missing", "Write a short summary of what you did and found."),
+    (Issue("evidence", "file required", "evidence_missing", kind="file"),
+     "Attach at least one file (a receipt, a report, a scan)."),
+    (Issue("next", "required, one of accept, decline", "route_missing"), "Choose where the work goes next."),
+    (Issue("reason", "required", "reason_missing"), "Say in a sentence why you chose this route."),
+    (Issue("summary", "missing", "summary_missing"), "Write a short summary of what you did and found."),
+    (Issue("summary", "at most 2000 characters", "too_long", limit=2000),
+     "Make the summary shorter (at most 2000 characters)."),
+    (Issue("evidence f_1", "not found", "file_not_found"), "A file you attached is no longer available; attach it again."),
+    # Issue 29: by code, not by text: a reworded service line reads the same to a person.
+    (Issue("next", "pick one of the routes", "route_missing"), "Choose where the work goes next."),
     ("run data: 5 bytes would exceed limits.runDataBytes (1)", "Run data: 5 bytes would exceed limits.runDataBytes (1)."),
 ])
 def test_issue_lines_read_as_sentences(issue, expected):

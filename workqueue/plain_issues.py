@@ -7,6 +7,8 @@ import re
 
 from processes.presentation import field_label, human_key
 
+from . import refusals
+
 INDEXED = re.compile(r"^(?P<field>[^\[.]+)(?P<rest>(?:\[\d+\]|\.[^\[.]+)*)$")
 ITEM = re.compile(r"\[(\d+)\]")
 
@@ -72,21 +74,6 @@ def _field_sentence(problem: str, label: str, kind: str, control: str) -> str | 
     return None
 
 
-PART_SENTENCES = [
-    (re.compile(r"^evidence: file required$"), "Attach at least one file (a receipt, a report, a scan)."),
-    (re.compile(r"^evidence: link required$"), "Add at least one link or reference."),
-    (re.compile(r"^evidence (\S+): not found$"), "A file you attached is no longer available; attach it again."),
-    (re.compile(r"^evidence (\S+): stored bytes no longer match"), "A file you attached was damaged in storage; attach it again."),
-    (re.compile(r"^next: required, one of (.+)$"), "Choose where the work goes next."),
-    (re.compile(r'^next: "(.+)" is not one of (.+)$'), "Choose where the work goes next from the list."),
-    (re.compile(r"^reason: required$"), "Say in a sentence why you chose this route."),
-    (re.compile(r"^note: required$"), "Write a note that says why, for whoever gets the work back."),
-    (re.compile(r"^summary: missing$"), "Write a short summary of what you did and found."),
-    (re.compile(r"^summary: at most (\d+) characters"), "Make the summary shorter (at most {0} characters)."),
-    (re.compile(r"^decision: "), "Choose a decision with one of the buttons."),
-]
-
-
 def sentence(issue: str, widgets_by_name: dict, prefix: str = "output") -> str:
     """The person's sentence for one issue line (the line itself when no better wording is known)."""
     head, _, problem = issue.partition(": ")
@@ -111,10 +98,9 @@ def sentence(issue: str, widgets_by_name: dict, prefix: str = "output") -> str:
                 worded = _field_sentence(problem, label, kind, control)
             if worded:
                 return worded
-    for pattern, text in PART_SENTENCES:
-        found = pattern.match(issue)
-        if found:
-            return text.format(*found.groups())
+    part = refusals.part_sentence(issue)  # by the issue's code (workqueue/refusals.py)
+    if part:
+        return part
     if issue.startswith("Hint: "):
         return issue.removeprefix("Hint: ").capitalize().rstrip(".") + "."
     return issue[:1].upper() + issue[1:] + ("" if issue.endswith(".") else ".")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import notification_views, views
+from . import views
 
 app_name = "workqueue"
 urlpatterns = [
@@ -22,6 +22,6 @@ urlpatterns = [
     path("operators/", views.operators, name="operators"),
     path("tokens/", views.tokens, name="tokens"),
     path("tokens/<int:token_id>/revoke", views.revoke, name="revoke_token"),
-    path("settings/notifications", notification_views.notification_settings, name="notification_settings"),
+    path("settings/notifications", views.notification_settings, name="notification_settings"),
     path("settings/time-zone", views.time_zone, name="time_zone"),
 ]

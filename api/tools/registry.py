@@ -22,9 +22,11 @@ from jsonschema import Draft202012Validator
 
 from kernel import clock, jsonio, observe
 from kernel.capabilities import offered_tools
-from kernel.errors import ToolError, invalid, not_found, retry
+from kernel.errors import Issue, ToolError, invalid, not_found, retry
 from kernel.identity import Identity
 from runs.services import writes
+
+from .page_tools import PAGE_TOOLS
 
 log = logging.getLogger(__name__)
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "core-2"
@@ -105,13 +107,13 @@ def _issues_of(error) -> list[str]:
         names = expected if isinstance(expected, list) else [expected]
         return [f"{label}: expected {' or '.join(_TYPE_NAMES.get(n, n) for n in names)}"]
     if kind == "enum":
-        return [f"{label}: must be one of {', '.join(map(str, expected))}"]
+        return [Issue(label, f"must be one of {', '.join(map(str, expected))}", "not_one_of")]
     if kind == "const":
         return [f"{label}: must be {expected}"]
     if kind == "minLength":
         return [f"{label}: must not be empty" if expected == 1 else f"{label}: at least {expected} characters"]
     if kind == "maxLength":
-        return [f"{label}: at most {expected} characters"]
+        return [Issue(label, f"at most {expected} characters", "too_long", limit=expected)]
     if kind in ("minimum", "exclusiveMinimum"):
         return [f"{label}: must be {'at least' if kind == 'minimum' else 'more than'} {expected}"]
     if kind in ("maximum", "exclusiveMaximum"):
@@ -192,13 +194,15 @@ def call_tool(identity: Identity, name: str, arguments, *, transport: str = "bro
     """Run one tool call for an authenticated identity and return the envelope. Never raises.
 
     Every call of every transport passes here (`transport`: rest, mcp, or browser for the inbox's
-    calls in process), so this is where each is counted and logged (kernel/observe.py)."""
+    calls in process), so this is where each is counted and logged (kernel/observe.py). The pages'
+    own writes (api/tools/page_tools.py) answer for transport "browser" only."""
     started = time.perf_counter()
     with observe.tool_call_facts() as facts:
-        envelope = _answer(identity, name, arguments)
+        envelope = _answer(identity, name, arguments, transport)
     seconds = time.perf_counter() - started
     run_id, step_id = _target(arguments, envelope, facts)
-    observe.tool_call(tool=name, known=name in TOOLS, transport=transport, identity=identity,
+    observe.tool_call(tool=name, known=name in TOOLS or (transport == "browser" and name in PAGE_TOOLS),
+                      transport=transport, identity=identity,
                       outcome="ok" if envelope["ok"] else envelope["error"]["code"], seconds=seconds,
                       run_id=run_id, step_id=step_id)
     return envelope
@@ -219,8 +223,10 @@ def _target(arguments, envelope: dict, facts: dict) -> tuple[str | None, str | N
     return run_id, step_id
 
 
-def _answer(identity: Identity, name: str, arguments) -> dict:
+def _answer(identity: Identity, name: str, arguments, transport: str) -> dict:
     try:
+        if transport == "browser" and name in PAGE_TOOLS:  # the pages' own writes (page_tools.py)
+            return {"ok": True, "data": PAGE_TOOLS[name](identity, arguments, clock.now())}
         found = TOOLS.get(name)
         if found is None or name not in offered_tools():
             raise not_found(f"no tool {name} on this server")

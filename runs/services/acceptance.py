@@ -6,6 +6,7 @@ Every issue is collected; nothing is written here.
 import copy
 
 from kernel.clock import iso
+from kernel.errors import Issue
 from processes.definition import StepDef
 from processes.fields import check_fields
 
@@ -18,11 +19,11 @@ def _route_issues(step: StepDef, next_choice, reason) -> list[str]:
         targets = step.route_targets
         issues = []
         if next_choice is None:
-            issues.append(f"next: required, one of {', '.join(targets)}")
+            issues.append(Issue("next", f"required, one of {', '.join(targets)}", "route_missing"))
         elif next_choice not in targets:
-            issues.append(f'next: "{next_choice}" is not one of {", ".join(targets)}')
+            issues.append(Issue("next", f'"{next_choice}" is not one of {", ".join(targets)}', "route_unknown"))
         if reason is None or not reason.strip():
-            issues.append("reason: required")
+            issues.append(Issue("reason", "required", "reason_missing"))
         return issues
     issues = []
     if next_choice is not None:
@@ -40,7 +41,7 @@ def _evidence_issues(step: StepDef, evidence: list[dict], organization_id: int) 
     issues = []
     for kind in step.evidence or ():
         if not any(item["kind"] == kind for item in evidence):
-            issues.append(f"evidence: {kind} required")
+            issues.append(Issue("evidence", f"{kind} required", "evidence_missing", kind=kind))
     refs = [item["ref"] for item in evidence if item["kind"] == "file"]
     uploads = {u.id: u for u in Upload.objects.filter(organization_id=organization_id, id__in=refs)} if refs else {}
     records = []
@@ -49,9 +50,10 @@ def _evidence_issues(step: StepDef, evidence: list[dict], organization_id: int) 
         if item["kind"] == "file":
             upload = uploads.get(item["ref"])
             if upload is None:
-                issues.append(f"evidence {item['ref']}: not found")
+                issues.append(Issue(f"evidence {item['ref']}", "not found", "file_not_found"))
             elif not stored_bytes_match(upload):
-                issues.append(f"evidence {item['ref']}: stored bytes no longer match the hash recorded at upload")
+                issues.append(Issue(f"evidence {item['ref']}", "stored bytes no longer match the hash recorded at upload",
+                                    "file_damaged"))
             else:
                 record["sha256"] = upload.sha256
         records.append(record)
@@ -75,7 +77,7 @@ def accept(*, ctx, step: StepDef, output, evidence, summary, next_choice, reason
     """(issues, completion record). The record is meaningful only when issues is empty."""
     issues = []
     if summary_required and (summary is None or not summary.strip()):
-        issues.append("summary: missing")
+        issues.append(Issue("summary", "missing", "summary_missing"))
     issues += check_fields(step.output, output, "output")
     evidence_issues, records = _evidence_issues(step, evidence or [], ctx.run.organization_id)
     issues += evidence_issues

@@ -4,16 +4,16 @@ from django.db import transaction
 
 from kernel import audit
 from kernel.clock import iso
-from kernel.errors import ConflictIssue, ToolError, conflict, forbidden, invalid, not_accepted, not_found, stale
+from kernel.errors import Issue, ToolError, forbidden, invalid, not_accepted, not_found, stale
 from kernel.identity import Identity
 from kernel.models import EventKind
 
 from ..models import Decision, WorkItem, WorkItemState
-from ..selectors import is_assigned
+from ..selectors import is_assigned, work_item_of_run
 from ..visibility import ensure_visible
 from . import checks
 from .acceptance import accept
-from .engine import RunContext
+from .engine import RunContext, already_decided
 from .submissions import check_verdict, held_for_person
 from .writes import Write
 
@@ -52,10 +52,9 @@ def argument_issues(*, decision, output, evidence, summary, next_choice, reason,
 
 
 def _item(ctx: RunContext, work_item_id: str) -> WorkItem:
-    item = WorkItem.objects.filter(pk=work_item_id, run=ctx.run).first()
+    item = work_item_of_run(work_item_id, ctx.run)
     if item is not None and item.state == WorkItemState.DECIDED:
-        raise conflict(ConflictIssue.ALREADY_DECIDED, f"this work item was already decided ({item.decision}) by {item.decided_by} "
-                                        f"at {item.decided_at:%Y-%m-%dT%H:%M:%SZ}")
+        raise already_decided(item)
     if item is None or item.state != WorkItemState.OPEN:
         raise not_found(f"run {ctx.run.id} has no work item {work_item_id}")
     return item
@@ -87,9 +86,10 @@ def decide(*, identity: Identity, run_id: str, work_item_id: str, snapshot: str,
 
     allowed = decisions_for(item)
     if decision not in allowed:
-        raise not_accepted([f'decision: "{decision}" is not accepted on this item; one of {", ".join(allowed)}'])
+        raise not_accepted([Issue("decision", f'"{decision}" is not accepted on this item; one of {", ".join(allowed)}',
+                                  "decision_not_accepted")])
     if decision in NEEDS_NOTE and (note is None or not note.strip()):
-        raise not_accepted(["note: required"])
+        raise not_accepted([Issue("note", "required", "note_missing")])
 
     step = ctx.step(item.step_id)
     by = identity.ref
@@ -157,7 +157,7 @@ def check_before_decide(*, identity: Identity, run_id: str, work_item_id: str, s
         ensure_visible(identity, ctx.run)  # never ask the evaluator about a run hidden from the caller
     except ToolError:
         return None
-    item = WorkItem.objects.filter(pk=work_item_id, run=ctx.run, state=WorkItemState.OPEN).first()
+    item = work_item_of_run(work_item_id, ctx.run, open_only=True)
     if item is None or item.escalation is not None or ctx.run.is_over:
         return None
     step = ctx.step(item.step_id)

@@ -12,7 +12,7 @@ from collections import deque
 from django.contrib.auth import get_user_model
 
 from kernel import audit, clock, sql
-from kernel.errors import no_such_run, run_ended
+from kernel.errors import ConflictIssue, ToolError, conflict, no_such_run, not_found, run_ended
 from kernel.models import EventKind
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
@@ -555,7 +555,12 @@ class RunContext:
                 changed = {f: v for f, v, old in zip(STATE_FIELDS, _values(state), loaded, strict=True) if v != old}
                 sql.update_row(StepState, state.pk, changed)
         for item in self._closed_items:
-            item.save(update_fields=["state", "decision", "decided_by", "decided_at"])
+            # Conditional: the item may have been read before the run was locked (selectors
+            # `work_item_read_already`); one decided meanwhile is refused, never decided twice.
+            closed = WorkItem.objects.filter(pk=item.pk, state=WorkItemState.OPEN).update(
+                state=item.state, decision=item.decision, decided_by=item.decided_by, decided_at=item.decided_at)
+            if not closed:
+                raise _no_longer_open(item.pk)
         if self._remove_open_items:
             WorkItem.objects.filter(run=run, state=WorkItemState.OPEN).update(state=WorkItemState.REMOVED)
             held = Event.objects.filter(run=run, consumed_by__isnull=True, discarded_at__isnull=True)
@@ -582,6 +587,19 @@ class RunContext:
             output = (self.steps_data.get(parts[1]) or {}).get("output") or {}
             return output.get(parts[3])
         return None
+
+
+def already_decided(item: WorkItem) -> ToolError:
+    return conflict(ConflictIssue.ALREADY_DECIDED, f"this work item was already decided ({item.decision}) by "
+                                                   f"{item.decided_by} at {item.decided_at:%Y-%m-%dT%H:%M:%SZ}")
+
+
+def _no_longer_open(work_item_id: str) -> ToolError:
+    """Why an item could not be closed: decided meanwhile, or no longer open (a run's write removed it)."""
+    item = WorkItem.objects.get(pk=work_item_id)
+    if item.state == WorkItemState.DECIDED:
+        return already_decided(item)
+    return not_found(f"run {item.run_id} has no work item {work_item_id}")
 
 
 def _assigned(item: WorkItem) -> dict:

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from kernel import audit
-from kernel.errors import ConflictIssue, conflict, forbidden, invalid, not_found
+from kernel.errors import ConflictIssue, Issue, conflict, forbidden, invalid, not_found
 from kernel.identity import Identity
 from kernel.models import EventKind
 
@@ -83,7 +83,7 @@ def assign(*, identity: Identity, work_item_id: str, to: str, now) -> WorkItem:
     target = members.get((to or "").strip().lower())
     if target is None:
         whom = f"group {item.assigned_group}" if item.assigned_group else item.assigned_person
-        raise invalid("this person cannot hold this work item", [f"to: {to!r} is not a member of {whom}"])
+        raise invalid("this person cannot hold this work item", [Issue("to", f"{to!r} is not a member of {whom}", "not_a_member")])
     if (item.held_by or "").lower() != target.lower():
         previous = item.held_by
         item.held_by, item.held_at, item.assigned_by = target, now, identity.email

@@ -5,7 +5,7 @@ Saving under a name the person already uses replaces that view, so "save" is als
 
 from django.db import IntegrityError, transaction
 
-from kernel.errors import invalid, not_found
+from kernel.errors import Issue, invalid, not_found
 from kernel.identity import Identity
 
 from ..models import SavedView
@@ -24,11 +24,11 @@ def save(*, identity: Identity, name: str, query: str, now) -> SavedView:
     name = " ".join((name or "").split())
     problems = []
     if not name:
-        problems.append("name: give the view a name")
+        problems.append(Issue("name", "give the view a name", "missing"))
     elif len(name) > NAME_LENGTH:
-        problems.append(f"name: at most {NAME_LENGTH} characters")
+        problems.append(Issue("name", f"at most {NAME_LENGTH} characters", "too_long"))
     if len(query) > QUERY_LENGTH:
-        problems.append(f"filters: at most {QUERY_LENGTH} characters of filters")
+        problems.append(Issue("filters", f"at most {QUERY_LENGTH} characters of filters", "too_long"))
     if problems:
         raise invalid("the view was not saved", problems)
     existing = SavedView.objects.select_for_update().filter(user=identity.user, name=name).first()
@@ -37,7 +37,7 @@ def save(*, identity: Identity, name: str, query: str, now) -> SavedView:
         existing.save(update_fields=["query"])
         return existing
     if SavedView.objects.filter(user=identity.user).count() >= MOST_VIEWS:
-        raise invalid("the view was not saved", [f"name: at most {MOST_VIEWS} saved views; delete one first"])
+        raise invalid("the view was not saved", [Issue("name", f"at most {MOST_VIEWS} saved views; delete one first", "too_many")])
     try:
         with transaction.atomic():
             return SavedView.objects.create(organization=identity.organization, user=identity.user, name=name,

@@ -11,13 +11,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from kernel import clock
-from kernel.errors import ToolError
+from api.tools import call_tool
 from kernel.models import Delivery
 from kernel.page_settings import time_zone_of
-from runs.services import notifications
+from runs.services.notifications import choices_of
 
-from .views import person_view
+from .plumbing import person_view
 
 
 def _how_often() -> str:
@@ -37,13 +36,12 @@ ZONES = sorted(zone for zone in zoneinfo.available_timezones() if "/" in zone an
 @require_http_methods(["GET", "POST"])
 def notification_settings(request, identity):
     status, errors = 200, []
-    choices = notifications.choices_of(identity)
+    choices = choices_of(identity)
     if request.method == "POST":
         chosen = {key.removeprefix("notice-"): value for key, value in request.POST.items() if key.startswith("notice-")}
-        try:
-            notifications.save_choices(identity=identity, chosen=chosen, now=clock.now())
-        except ToolError as error:
-            status, errors = 400, error.issues
+        envelope = call_tool(identity, "save_notice_choices", {"chosen": chosen}, transport="browser")
+        if not envelope["ok"]:
+            status, errors = 400, envelope["error"].get("issues") or [envelope["error"]["message"]]
             # Show what they sent, so nothing they chose is lost; unknown values fall back to what was kept.
             choices = [replace(choice, delivery=chosen[choice.kind]) if chosen.get(choice.kind) in Delivery.values
                        else choice for choice in choices]
