@@ -42,6 +42,13 @@ class Issue(str):
         line.path, line.problem, line.code, line.params = path, problem, code, params
         return line
 
+    def __reduce__(self):  # copy and pickle (a cache, a task's arguments) keep the code
+        return (_issue, (self.path, self.problem, self.code, self.params))
+
+
+def _issue(path: str, problem: str, code: str, params: dict) -> Issue:
+    return Issue(path, problem, code, **params)
+
 
 # DESIGN.md: the HTTP status of each code on REST (401 is for a missing or unknown credential).
 HTTP_STATUS = {

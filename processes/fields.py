@@ -4,7 +4,9 @@ A field spec is a type name (`amount: number`) or an object
 `{type, description?, optional?, one_of?, items?}`; `items`, only on a list, is itself a spec.
 This module only checks: it never converts, rounds or fills in a value.
 
-Issue lines are `<path>: <message>`, e.g. `output.cleared: expected boolean`.
+Issue lines are `<path>: <message>`, e.g. `output.cleared: expected boolean`. A value's issue is a
+`kernel.errors.Issue`: the same line on the wire, with a code and what the sentence names beside it
+(`wrong_type` with its `kind`, `not_one_of` with its `choices`), so a page words it by code.
 """
 
 import json
@@ -12,6 +14,8 @@ import math
 import re
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
+
+from kernel.errors import Issue
 
 TYPES = ("string", "number", "boolean", "date", "datetime", "list", "object", "person")
 SPEC_KEYS = ("type", "description", "optional", "one_of", "items")
@@ -187,16 +191,17 @@ def value_issues(spec, value, path: str) -> list[str]:
     """Check one value against a raw or normalized spec."""
     kind = field_type(spec)
     if value is None:
-        return [f"{path}: null is not a value"]
+        return [Issue(path, "null is not a value", "null_value")]
     if kind is None:
-        return [f"{path}: has no valid field spec"]
+        return [Issue(path, "has no valid field spec", "no_spec")]
     if not TYPE_CHECKS[kind](value):
-        return [f"{path}: {EXPECTED[kind]}"]
+        return [Issue(path, EXPECTED[kind], "wrong_type", kind=kind)]
     if not isinstance(spec, dict):
         return []
     choices = spec.get("one_of")
     if isinstance(choices, list) and choices and not _is_one_of(value, choices):
-        return [f"{path}: must be one of {', '.join(show_plain(choice) for choice in choices)}"]
+        shown = ", ".join(show_plain(choice) for choice in choices)
+        return [Issue(path, f"must be one of {shown}", "not_one_of", choices=shown)]
     items = spec.get("items")
     if kind == "list" and items is not None:
         issues = []
@@ -214,16 +219,16 @@ def _is_one_of(value, choices: list) -> bool:
 def check_fields(specs: dict | None, values, prefix: str) -> list[str]:
     """Check a whole object of values: declared fields in declaration order, then undeclared ones."""
     if not isinstance(values, dict):
-        return [f"{prefix}: expected object"]
+        return [Issue(prefix, EXPECTED["object"], "wrong_type", kind="object")]
     specs = specs if isinstance(specs, dict) else {}
     issues = []
     for name, spec in specs.items():
         if name in values:
             issues += value_issues(spec, values[name], f"{prefix}.{name}")
         elif not _is_optional(spec):
-            issues.append(f"{prefix}.{name}: missing")
+            issues.append(Issue(f"{prefix}.{name}", "missing", "missing"))
     undeclared = sorted((name for name in values if name not in specs), key=str)
-    issues += [f"{prefix}.{name}: not declared" for name in undeclared]
+    issues += [Issue(f"{prefix}.{name}", "not declared", "not_declared") for name in undeclared]
     return issues
 
 

@@ -60,6 +60,28 @@ def page_write_imports(module: str, path: Path) -> list[str]:
     return found
 
 
+# ORM calls that write rows. `update` and `delete` only count on a query (`….objects…`, `….filter(…)`),
+# so a dict's update is not one.
+ROW_WRITES = {"create", "get_or_create", "update_or_create", "bulk_create", "bulk_update", "save"}
+QUERY_WRITES = {"update", "delete"}
+
+
+def page_row_writes(module: str, path: Path) -> list[str]:
+    """A page's own writes of model rows (issue 29: every write from a page goes through call_tool)."""
+    if not PAGES.search(module):
+        return []
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        method, receiver = node.func.attr, ast.unparse(node.func.value)
+        on_query = ".objects" in receiver or "filter(" in receiver or receiver.endswith("objects")
+        if (method in ROW_WRITES and (on_query or method == "save")) or (method in QUERY_WRITES and on_query):
+            found.append(f"{path.name}:{node.lineno}: the page {module} writes rows itself "
+                         f"({receiver}.{method}); write through call_tool")
+    return found
+
+
 def layer_of(module: str) -> str | None:
     if module == "agentprocess" or module.startswith("agentprocess."):
         return "project"
@@ -134,7 +156,7 @@ def violations(root: Path = ROOT) -> list[str]:
                 found.append(f"{where}: the tool {module} imports the models {target}; call a service or selector")
     found += [f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph)]
     for module, path in modules.items():
-        found += page_write_imports(module, path)
+        found += page_write_imports(module, path) + page_row_writes(module, path)
     return found
 
 
@@ -220,10 +242,19 @@ def test_a_page_importing_a_write_service_fails_the_contract(tmp_path):
         "from api.tools.registry import call_tool\nfrom runs.services.queue import members_who_may_hold\n")
     (tmp_path / "workqueue" / "views" / "bad.py").write_text(
         "from runs.services import queue\nfrom runs.services.queue import take\n")
+    (tmp_path / "workqueue" / "views" / "writes.py").write_text(
+        "def view(Visit, user, now, context):\n"
+        "    context.update(now=now)\n"  # a dict: not a write
+        "    Visit.objects.filter(user=user).update(seen_at=now)\n"
+        "    Visit.objects.get_or_create(user=user)\n")
     found = violations(tmp_path)
     assert found == [
         "bad.py:1: the page workqueue.views.bad imports runs.services.queue; write through call_tool",
         "bad.py:2: the page workqueue.views.bad imports runs.services.queue.take; write through call_tool",
+        "writes.py:3: the page workqueue.views.writes writes rows itself (Visit.objects.filter(user=user).update);"
+        " write through call_tool",
+        "writes.py:4: the page workqueue.views.writes writes rows itself (Visit.objects.get_or_create);"
+        " write through call_tool",
     ]
 
 

@@ -15,6 +15,7 @@ from django.http import QueryDict
 
 from kernel.errors import Issue
 from kernel.models import AuditEvent, EventKind
+from processes.fields import check_fields
 from runs.models import Run
 from tests.support.flows import LINK
 from tests.test_inbox_views import _fresh_definitions, hidden, page, person_client
@@ -190,11 +191,22 @@ def test_widgets_read_rows_items_and_pairs_and_prefill_from_values():
 
 
 @pytest.mark.parametrize(("issue", "expected"), [
-    ("output.manager: missing", "Enter the manager."),
-    ("inputs.amount: expected number", "Enter the amount as a number, like 1250.50."),
-    ("output.reviewedOn: expected date (YYYY-MM-DD)", "Enter the reviewed on as a date, like 2026-10-06."),
-    ("output.tier: must be one of gold, silver", "Choose the tier from the list: gold, silver."),
-    ("output.lines[2].amount: expected number", "Enter the lines, entry 3, amount as a number, like 1250.50."),
+    (check_fields({"manager": "string"}, {}, "output")[0], "Enter the manager."),
+    (check_fields({"amount": "number"}, {"amount": "x"}, "inputs")[0], "Enter the amount as a number, like 1250.50."),
+    (check_fields({"reviewedOn": "date"}, {"reviewedOn": "6.10."}, "output")[0],
+     "Enter the reviewed on as a date, like 2026-10-06."),
+    (check_fields({"tier": {"type": "string", "one_of": ["gold", "silver"]}}, {"tier": "tin"}, "output")[0],
+     "Choose the tier from the list: gold, silver."),
+    (check_fields({"lines": {"type": "list", "items": "number"}}, {"lines": [1, 2, "x"]}, "output")[0],
+     "Enter the lines, entry 3 as a number, like 1250.50."),
+    (Issue("output.lines[2].amount", "expected number", "wrong_type", kind="number"),
+     "Enter the lines, entry 3, amount as a number, like 1250.50."),
+    (check_fields({}, {"extra": 1}, "output")[0], "Extra is not a field of this step; leave it out."),
+    # Issue 29: fields are worded by code too: the same code with other words reads the same.
+    (Issue("inputs.amount", "not a number at all", "wrong_type", kind="number"),
+     "Enter the amount as a number, like 1250.50."),
+    # An uncoded line (no code to go by) is shown as written, as a sentence.
+    ("inputs.amount: expected number", "Inputs.amount: expected number."),
     (Issue("evidence", "file required", "evidence_missing", kind="file"),
      "Attach at least one file (a receipt, a report, a scan)."),
     (Issue("next", "required, one of accept, decline", "route_missing"), "Choose where the work goes next."),
@@ -213,7 +225,8 @@ def test_issue_lines_read_as_sentences(issue, expected):
 
 def test_a_person_field_missing_asks_for_an_email_address():
     widgets = {w.name: w for w in build_widgets({"manager": {"type": "person", "description": "Your manager"}}, "in.")}
-    assert sentence("inputs.manager: missing", widgets, "inputs") == "Enter the manager (the person's email address)."
+    issue = check_fields({"manager": "person"}, {}, "inputs")[0]
+    assert sentence(issue, widgets, "inputs") == "Enter the manager (the person's email address)."
 
 
 def test_a_refused_completion_leaves_the_run_data_untouched(claims, person_client, agent):

@@ -10,11 +10,12 @@ import re
 from dataclasses import dataclass, field
 
 from kernel import jsonio
+from kernel.errors import Issue
 from processes.fields import is_number as fields_is_number
 from processes.fields import normalize
 from processes.presentation import NO_FACTS, FieldFacts, field_label, human_key
 
-from .plain_issues import in_sentence, worded
+from .plain_issues import hint_issue, in_sentence, worded
 
 SCALARS = ("string", "number", "boolean", "date", "datetime", "person")
 NUMBER_PATTERN = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -569,14 +570,16 @@ def read_widgets(widgets: list[Widget]) -> dict:
 def issue_target(issue: str, field_names, prefix: str, others=()) -> str | None:
     """The form field an issue line belongs to (`output.amount: expected number` → amount), or
     `:<name>` for one of `others` (evidence, next, reason, note, summary); None → the general list."""
-    head = issue.split(": ", 1)[0] if ": " in issue else issue
+    head = issue.path if isinstance(issue, Issue) else issue.split(": ", 1)[0]
     if head.startswith(prefix + "."):
         rest = head[len(prefix) + 1 :]
         for name in sorted(field_names, key=len, reverse=True):
             if rest == name or rest.startswith(name + "[") or rest.startswith(name + "."):
                 return name
         return None
-    word = re.split(r"[ .\[]", head, maxsplit=1)[0]
+    word = head
+    for separator in (" ", ".", "["):
+        word = word.split(separator, 1)[0]
     if word in others:
         return ":" + word
     return None
@@ -715,7 +718,7 @@ class DecisionForm:
         sorted_issues = Issues.sort(issues, self.field_names, "output", PARTS)
         sorted_issues.apply(self.widgets)
         for widget in self.widgets:
-            widget.errors += worded([f"Hint: {hint}" for hint in widget.hints if widget.errors], {})
+            widget.errors += [hint_issue(text) for text in widget.hints if widget.errors]
         self.part_errors = sorted_issues.by_part
         self.general_errors = sorted_issues.general
 

@@ -3,14 +3,10 @@
 produce issues stay in the services, this only words them.
 """
 
-import re
-
+from kernel.errors import Issue
 from processes.presentation import field_label, human_key
 
 from . import refusals
-
-INDEXED = re.compile(r"^(?P<field>[^\[.]+)(?P<rest>(?:\[\d+\]|\.[^\[.]+)*)$")
-ITEM = re.compile(r"\[(\d+)\]")
 
 
 class PlainIssue(str):
@@ -22,6 +18,9 @@ class PlainIssue(str):
         issue = super().__new__(cls, raw)
         issue.sentence = sentence
         return issue
+
+    def __reduce__(self):  # a copy keeps the sentence
+        return (PlainIssue, (str(self), self.sentence))
 
 
 def in_sentence(label: str) -> str:
@@ -41,9 +40,10 @@ def _the(label: str) -> str:
     return lowered if lowered.lower().startswith(owned) else f"the {lowered}"
 
 
-def _field_sentence(problem: str, label: str, kind: str, control: str) -> str | None:
+def _field_sentence(issue: Issue, label: str, kind: str, control: str) -> str | None:
+    """The sentence for a field's issue, by its code (processes/fields.py), never by its text."""
     the = _the(label)
-    if problem == "missing":
+    if issue.code == "missing":
         if control in ("select", "boolean", "checkboxes"):
             return f"Choose {the}."
         if kind == "person":
@@ -51,56 +51,69 @@ def _field_sentence(problem: str, label: str, kind: str, control: str) -> str | 
         if control in ("items", "rows", "pairs"):
             return f"Fill in {the}: at least one entry."
         return f"Enter {the}."
-    if problem.startswith("expected number"):
-        return f"Enter {the} as a number, like 1250.50."
-    if problem.startswith("expected date ("):
-        return f"Enter {the} as a date, like 2026-10-06."
-    if problem.startswith("expected datetime"):
-        return f"Enter {the} as a date and a time."
-    if problem.startswith("expected person"):
-        return f"Enter {the} as the person's email address."
-    if problem.startswith("expected boolean"):
-        return f"Choose yes or no for {the}."
-    if problem.startswith(("expected list", "expected object")):
-        return f"Fill in {the} entry by entry."
-    if problem.startswith("expected string"):
-        return f"Enter {the} as text."
-    if problem.startswith("must be one of "):
-        return f"Choose {the} from the list: {problem.removeprefix('must be one of ')}."
-    if "is not a person in this organization" in problem or "who is not a person" in problem:
-        return f"{label}: nobody in your organization has that email address."
-    if problem.startswith("not declared"):
+    if issue.code == "wrong_type":
+        return WRONG_TYPE.get(issue.params.get("kind"), "Enter {the} again.").format(the=the)
+    if issue.code == "not_one_of":
+        return f"Choose {the} from the list: {issue.params['choices']}."
+    if issue.code == "not_declared":
         return f"{label} is not a field of this step; leave it out."
     return None
 
 
+WRONG_TYPE = {
+    "number": "Enter {the} as a number, like 1250.50.",
+    "date": "Enter {the} as a date, like 2026-10-06.",
+    "datetime": "Enter {the} as a date and a time.",
+    "person": "Enter {the} as the person's email address.",
+    "boolean": "Choose yes or no for {the}.",
+    "list": "Fill in {the} entry by entry.",
+    "object": "Fill in {the} entry by entry.",
+    "string": "Enter {the} as text.",
+}
+
+
+def _field_path(path: str, prefix: str) -> tuple[str, int | None, str] | None:
+    """An issue's path split into (field, entry index, key inside the entry):
+    `output.lines[2].amount` → ("lines", 2, "amount"); None when the path is not a field's."""
+    known = next((p for p in (prefix, "output", "inputs") if path.startswith(p + ".")), None)
+    if known is None:
+        return None
+    rest = path[len(known) + 1 :]
+    cuts = [at for at in (rest.find("["), rest.find(".")) if at >= 0]
+    name, tail = (rest[: min(cuts)], rest[min(cuts) :]) if cuts else (rest, "")
+    index = None
+    if tail.startswith("[") and "]" in tail:
+        number, tail = tail[1:].split("]", 1)
+        index = int(number) if number.isdigit() else None
+    inner = tail.rsplit(".", 1)[-1] if "." in tail else ""
+    return (name, index, inner) if name else None
+
+
 def sentence(issue: str, widgets_by_name: dict, prefix: str = "output") -> str:
-    """The person's sentence for one issue line (the line itself when no better wording is known)."""
-    head, _, problem = issue.partition(": ")
-    known = next((p for p in (prefix, "output", "inputs") if head.startswith(p + ".")), None)
-    if known:
-        match = INDEXED.match(head[len(known) + 1 :])
-        if match:
-            widget = widgets_by_name.get(match.group("field"))
-            label = widget.label if widget else field_label(match.group("field"))
-            kind = widget.type if widget else ""
-            control = widget.control if widget else ""
-            rest = match.group("rest")
-            if rest:
-                item = ITEM.search(rest)
-                inner = rest.split(".")[-1] if "." in rest else ""
-                where = f"{label}, entry {int(item.group(1)) + 1}" if item else label
+    """The person's sentence for one issue (the line itself when no better wording is known)."""
+    if isinstance(issue, PlainIssue):
+        return issue.sentence
+    if isinstance(issue, Issue):
+        where = _field_path(issue.path, prefix)
+        if where:
+            name, index, inner = where
+            widget = widgets_by_name.get(name)
+            label = widget.label if widget else field_label(name)
+            if index is not None or inner:
+                place = f"{label}, entry {index + 1}" if index is not None else label
                 if inner:
-                    where += f", {human_key(inner).lower()}"
-                kind = (widget.item_type if widget else "") or ""
-                worded = _field_sentence(problem, where, kind, "")
+                    place += f", {human_key(inner).lower()}"
+                worded = _field_sentence(issue, place, (widget.item_type if widget else "") or "", "")
             else:
-                worded = _field_sentence(problem, label, kind, control)
+                worded = _field_sentence(issue, label, widget.type if widget else "", widget.control if widget else "")
             if worded:
                 return worded
-    part = refusals.part_sentence(issue)  # by the issue's code (workqueue/refusals.py)
-    if part:
-        return part
-    if issue.startswith("Hint: "):
-        return issue.removeprefix("Hint: ").capitalize().rstrip(".") + "."
+        part = refusals.part_sentence(issue)  # by the issue's code (workqueue/refusals.py)
+        if part:
+            return part
     return issue[:1].upper() + issue[1:] + ("" if issue.endswith(".") else ".")
+
+
+def hint_issue(text: str) -> PlainIssue:
+    """A field's hint shown under its errors (the raw line says it is a hint)."""
+    return PlainIssue(f"Hint: {text}", text.capitalize().rstrip(".") + ".")

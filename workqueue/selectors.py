@@ -14,7 +14,7 @@ from django.db.models.functions import Cast
 
 from kernel.identity import Identity
 from kernel.json_values import JsonNumber, JsonText
-from runs.models import CLAIMABLE, StepState, WorkItem, WorkItemState
+from runs.models import CLAIMABLE, InboxVisit, StepState, WorkItem, WorkItemState
 from runs.selectors import assigned_to
 
 PAGE_SIZE = 50
@@ -245,3 +245,8 @@ def overdue_agent_steps(identity: Identity, *, now, limit: int = QUEUE_LIMIT):
     total = steps.count()
     rows = list(steps.select_related("run").order_by("due_at", "id")[:limit])
     return rows, total
+
+
+def inbox_seen_at(identity: Identity):
+    """When the person last looked at their inbox (None: never): work that arrived later is new."""
+    return InboxVisit.objects.filter(user=identity.user).values_list("seen_at", flat=True).first()

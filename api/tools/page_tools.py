@@ -1,5 +1,5 @@
 """Writes only the browser pages make (issue 29): who is on a work item (take, release, assign),
-saved views, a person's API tokens, time zone and notice choices.
+saved views, a person's API tokens, time zone and notice choices, their last look at the inbox.
 
 They are not protocol tools: no JSON Schema, never offered on REST or MCP (`call_tool` answers them
 for transport "browser" only). They are here so that a page reaches the domain the way an agent
@@ -11,14 +11,16 @@ from django.db import transaction
 
 from kernel.identity import issue_personal_token, revoke_personal_token
 from kernel.page_settings import set_time_zone
-from runs.services import notifications, queue, saved_views
+from runs.services import inbox_visits, notifications, queue, saved_views
 
 PAGE_TOOLS = {}
 
 
-def page_tool(name: str):
+def page_tool(name: str, *, atomic: bool = True):
+    """Register a page's write; `atomic=False` for a write of one statement, which needs no
+    transaction of its own (a page read that writes one row should not pay for a savepoint)."""
     def register(handler):
-        PAGE_TOOLS[name] = transaction.atomic(handler)
+        PAGE_TOOLS[name] = transaction.atomic(handler) if atomic else handler
         return handler
 
     return register
@@ -68,3 +70,9 @@ def time_zone(identity, arguments, now):
 @page_tool("save_notice_choices")
 def save_notice_choices(identity, arguments, now):
     return {"choices": notifications.save_choices(identity=identity, chosen=arguments["chosen"], now=now)}
+
+
+@page_tool("mark_inbox_seen", atomic=False)
+def mark_inbox_seen(identity, arguments, now):
+    inbox_visits.mark_seen(identity, now, known=arguments["known"])
+    return {}

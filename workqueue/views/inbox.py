@@ -11,7 +11,6 @@ from api.tools import call_tool
 from kernel import clock
 from processes.definition import definitions_for
 from processes.presentation import presentations_for
-from runs.models import InboxVisit
 from runs.services.saved_views import views_of
 
 from .. import bulk, presenting, queue_params, refusals, selectors
@@ -45,8 +44,7 @@ def inbox(request, identity):
         page = 1
     now = clock.now()
     partial = query.get("partial") == "1"
-    visit = InboxVisit.objects.filter(user=identity.user).first()
-    seen_at = visit.seen_at if visit else None
+    seen_at = selectors.inbox_seen_at(identity)
     views = views_of(identity)
     saved = {view.pk: queue_params.read_filters(queue_params.parse(view.query), declared)[0] for view in views}
     rows, counts = selectors.inbox(identity, filters, now=now, page=page, seen_at=seen_at, saved=saved)
@@ -72,16 +70,8 @@ def inbox(request, identity):
     if partial:
         return render(request, "workqueue/_inbox_list.html", context)
     if filters.view != "done":  # what arrived after this look is "new" next time
-        _mark_seen(identity, visit, now)
+        call_tool(identity, "mark_inbox_seen", {"known": seen_at is not None})
     return render(request, "workqueue/inbox.html", context)
-
-
-def _mark_seen(identity, visit, now) -> None:
-    if visit is None:
-        InboxVisit.objects.get_or_create(user=identity.user, defaults={"seen_at": now,
-                                                                       "organization": identity.organization})
-    else:  # one UPDATE, and never back in time when two tabs race
-        InboxVisit.objects.filter(pk=visit.pk, seen_at__lt=now).update(seen_at=now)
 
 
 @person_view

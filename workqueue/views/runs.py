@@ -20,7 +20,7 @@ from runs.selectors import file_facts, recent_input_rows, runs_list
 
 from .. import activity, presenting
 from ..forms import OFFSETS, Issues, apply_edit, build_widgets, read_widgets, value_from_text
-from ..plain_issues import worded
+from ..plain_issues import hint_issue, worded
 from .plumbing import error_page, latest_presentation, new_request_id, operator_view, person_view, process_catalog
 
 
@@ -137,7 +137,7 @@ def start_run(request, identity):
         issues = Issues.sort(error.get("issues") or [error["message"]], [w.name for w in widgets], "inputs")
         issues.apply(widgets, prefix="inputs")
         for widget in widgets:
-            widget.errors += worded([f"Hint: {hint}" for hint in widget.hints if widget.errors], {})
+            widget.errors += [hint_issue(text) for text in widget.hints if widget.errors]
             widget.prepare_to_show()
         context.update(general_errors=issues.general, mode=mode, error=error,
                        request_id=request_id if error["code"] == "retry" else new_request_id())
