@@ -286,6 +286,10 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 # --- agentprocess protocol ------------------------------------------------------------
 LEASE_SECONDS = env.int("LEASE_SECONDS", default=600)
+# get_work hands the first steps it lists to the calling agent for this long: other agents' get_work
+# leaves them out meanwhile, so agents polling together do not all race for the same oldest steps
+# (issue 23). 0 turns it off. Advisory: any agent may still claim any ready step.
+GET_WORK_HANDOUT_SECONDS = env.float("GET_WORK_HANDOUT_SECONDS", default=2.0)
 RUN_DATA_BYTES = env.int("RUN_DATA_BYTES", default=1024 * 1024)
 MAX_UPLOAD_BYTES = env.int("MAX_UPLOAD_BYTES", default=10 * 1024 * 1024)
 # Signed file URLs in run data live this long.

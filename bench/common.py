@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 UVICORN = ROOT / ".venv" / "bin" / "uvicorn"
+GRANIAN = ROOT / ".venv" / "bin" / "granian"
+# The ASGI server the benchmarks start: uvicorn (the README's default) or granian (BENCH_SERVER=granian).
+SERVERS = ("uvicorn", "granian")
 PROCESSES = BENCH / "processes"
 
 PG_HOST = os.environ.get("BENCH_PG_HOST", "127.0.0.1")
@@ -238,8 +241,12 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    kind: str = "uvicorn"
+
     def worker_pids(self) -> list[int]:
-        """uvicorn's worker processes (not multiprocessing's resource tracker)."""
+        """The server's worker processes (for uvicorn, not multiprocessing's resource tracker)."""
+        if self.kind == "granian":  # granian's workers are its direct children
+            return children(self.process.pid) or [self.process.pid]
         pids = []
         for pid in children(self.process.pid):
             with contextlib.suppress(OSError):
@@ -257,6 +264,13 @@ class Server:
                 self.process.wait()
 
 
+def server_kind() -> str:
+    kind = os.environ.get("BENCH_SERVER", "uvicorn")
+    if kind not in SERVERS:
+        raise SystemExit(f"BENCH_SERVER must be one of {', '.join(SERVERS)}, not {kind!r}")
+    return kind
+
+
 def start_server(*, workers: int, env: dict, log_name: str = "server",
                  app: str = "agentprocess.asgi:application") -> Server:
     """`uvicorn agentprocess.asgi:application --workers N` on a free loopback port, as deployed
@@ -265,12 +279,16 @@ def start_server(*, workers: int, env: dict, log_name: str = "server",
     log_path = ROOT / "var" / f"bench-{log_name}.log"
     log_path.parent.mkdir(exist_ok=True)
     log = log_path.open("wb")
-    process = subprocess.Popen(
-        [str(UVICORN), app, "--host", "127.0.0.1", "--port", str(port),
-         "--workers", str(workers), "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    server = Server(process, port, log_path)
+    kind = server_kind()
+    if kind == "granian":
+        command = [str(GRANIAN), "--interface", "asgi", app, "--host", "127.0.0.1", "--port", str(port),
+                   "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
+    else:
+        command = [str(UVICORN), app, "--host", "127.0.0.1", "--port", str(port),
+                   "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    server = Server(process, port, log_path, kind)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:

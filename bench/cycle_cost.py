@@ -92,7 +92,7 @@ def main(argv=None) -> None:
         # A claim lost to another agent (at K=16 about one per cycle): what a refusal costs.
         mine = call("claim", {"runId": run_id, "stepId": "check", "requestId": str(uuid.uuid4())})
         with CaptureQueriesContext(connection) as captured:
-            status, lost, _headers = respond(rival, "claim", json.dumps(
+            status, lost, _headers = respond(rival, "application/json", "claim", json.dumps(
                 {"runId": run_id, "stepId": "check", "requestId": str(uuid.uuid4())}).encode())
         if lost.get("error", {}).get("issues") != ["claimed_by_other"]:
             raise SystemExit(f"the rival's claim was not refused as claimed_by_other: {status} {lost}")

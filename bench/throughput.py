@@ -191,7 +191,7 @@ def main(argv=None) -> None:
 
     results = common.Results("throughput")
     print(common.context_line())
-    print(f"# server: uvicorn agentprocess.asgi:application --workers {args.workers}; {db_env}; "
+    print(f"# server: {common.server_kind()} agentprocess.asgi:application --workers {args.workers}; {db_env}; "
           f"{duration:.0f} s measured per phase after {warmup:.0f} s warm-up", flush=True)
     with common.bench_database():
         common.publish("bench-three-steps")

@@ -52,4 +52,7 @@ def iso(moment: dt.datetime | None) -> str | None:
     """RFC 3339 in UTC with a Z, seconds precision, as the spec's examples show."""
     if moment is None:
         return None
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if moment.tzinfo is not dt.UTC:  # the database's datetimes are UTC already
+        moment = moment.astimezone(dt.UTC)
+    # isoformat is C code: a third of strftime's time, and four-digit years below 1000 too.
+    return moment.replace(microsecond=0, tzinfo=None).isoformat() + "Z"

@@ -88,6 +88,10 @@ class StepState(models.Model):
     handoff = models.JSONField(null=True, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
     # check-1: a submission held while a person resolves an unsure verdict.
     candidate = models.JSONField(null=True, blank=True, encoder=jsonio.Encoder, decoder=jsonio.Decoder)
+    # get_work's hand-out (issue 23): the agent this ready step was last listed first to, and until
+    # when other agents' get_work leaves it out. Advisory only: claim never reads it.
+    offered_to = models.CharField(max_length=254, null=True, blank=True)
+    offered_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "step_id"], name="step_state_unique")]

@@ -34,14 +34,29 @@ class _RunFacts:
         self.id, self.mode, self.process_name, self.version_number = run_id, mode, process_name, version_number
 
 
+# How many of the first steps get_work lists are handed to the caller: an agent claims the first
+# and, when that one is gone, the next; a worker with free threads takes a few.
+HANDOUT_ITEMS = 3
+
+
 def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, process: str | None):
     """(step state, run facts) for the agent steps the caller may claim, oldest `readySince` first: ready,
     or claimed with a lapsed lease. Hand-written SQL (runs/sql.py) on the partial index
-    step_claimable(_process); keyset-paged."""
-    params = [identity.organization.id, sql.adapt(StepState, "lease_expires_at", now)]
+    step_claimable(_process); keyset-paged.
+
+    The first page also hands its first HANDOUT_ITEMS steps to the caller for
+    GET_WORK_HANDOUT_SECONDS, and leaves out steps handed to another agent within theirs (spec: a
+    server MAY filter further; what is listed stays claimable by the caller, oldest first)."""
+    now_param = sql.adapt(StepState, "lease_expires_at", now)
+    params = [identity.organization.id, now_param]
     ready, claimed = StepStatus.READY, StepStatus.CLAIMED  # the partial index's predicate, word for word
     conditions = ["s.organization_id = %s", "s.kind = 'agent'", f"s.state IN ('{ready}', '{claimed}')",
                   f"(s.state = '{ready}' OR s.lease_expires_at <= %s)"]
+    window = settings.GET_WORK_HANDOUT_SECONDS
+    handout = window > 0 and cursor is None
+    if handout:
+        conditions.append(NOT_HANDED_TO_OTHERS.format(alias="s."))
+        params += [now_param, identity.ref]
     if process:
         conditions.append("s.process_name = %s")
         params.append(process)
@@ -51,14 +66,48 @@ def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, 
         # The first term bounds the index range; alone the OR would filter from the start of the queue.
         conditions.append("s.ready_since >= %s AND (s.ready_since > %s OR s.id > %s)")
         params += [moment, moment, last_id]
-    rows = sql.fetch(
-        StepState, "SELECT s.id, s.run_id, s.step_id, s.state, s.ready_since, s.due_at, s.handoff, s.progress, "
+    listing = (
+        "SELECT s.id, s.run_id, s.step_id, s.state, s.ready_since, s.due_at, s.handoff, s.progress, "
         "s.lease_expires_at, r.mode AS run_mode, r.process_name AS run_process, r.version_number AS run_version "
         f"FROM {sql.table(StepState)} s JOIN {sql.table(Run)} r ON r.id = s.run_id "
-        f"WHERE {' AND '.join(conditions)} ORDER BY s.ready_since, s.id LIMIT {int(limit) + 1}", params)
+        f"WHERE {' AND '.join(conditions)} ORDER BY s.ready_since, s.id LIMIT {int(limit) + 1}")
+    until = sql.adapt(StepState, "offered_until", now + dt.timedelta(seconds=window))
+    if handout and sql.is_postgresql():
+        rows = _list_and_hand_out(listing, params, identity.ref, until, now_param, limit)
+    else:
+        rows = sql.fetch(StepState, listing, params)
+        if handout and rows:
+            _hand_out([row.id for row in rows[:min(limit, HANDOUT_ITEMS)]], identity.ref, until, now_param)
     next_cursor = paging.encode(rows[limit - 1].ready_since, rows[limit - 1].id) if len(rows) > limit else None
-    return [(row, _RunFacts(row.run_id, row.run_mode, row.run_process, row.run_version)) for row in rows[:limit]], \
-        next_cursor
+    return [(row, _RunFacts(row.run_id, row.run_mode, row.run_process, row.run_version)) for row in rows[:limit]
+            if getattr(row, "handed", True)], next_cursor
+
+
+# A step no other agent was handed within its window (each row re-checked under its row lock by the
+# UPDATE that hands it out, so two get_work calls at once never both hand out one step).
+NOT_HANDED_TO_OTHERS = "({alias}offered_until IS NULL OR {alias}offered_until <= %s OR {alias}offered_to = %s)"
+
+
+def _hand_out(ids: list[int], ref: str, until, now_param) -> None:
+    sql.execute(f"UPDATE {sql.table(StepState)} SET offered_to = %s, offered_until = %s "
+                f"WHERE id IN ({', '.join(['%s'] * len(ids))}) AND {NOT_HANDED_TO_OTHERS.format(alias='')}",
+                [ref, until, *ids, now_param, ref])
+
+
+def _list_and_hand_out(listing: str, params: list, ref: str, until, now_param, limit: int) -> list:
+    """PostgreSQL: list and hand out in one statement. A first step another get_work handed out in
+    the meantime (its UPDATE waited for that one's row lock, then found it taken) is not listed:
+    `handed` is false on it."""
+    table = sql.table(StepState)
+    first = min(limit, HANDOUT_ITEMS)
+    return sql.fetch(StepState, (
+        f"WITH listed AS ({listing}), "
+        f"handed AS (UPDATE {table} SET offered_to = %s, offered_until = %s WHERE id IN "
+        f"(SELECT id FROM listed ORDER BY ready_since, id LIMIT {first}) "
+        f"AND {NOT_HANDED_TO_OTHERS.format(alias='')} RETURNING id), "
+        f"ranked AS (SELECT listed.*, row_number() OVER (ORDER BY ready_since, id) AS place FROM listed) "
+        f"SELECT ranked.*, (ranked.place > {first} OR ranked.id IN (SELECT id FROM handed)) AS handed "
+        "FROM ranked ORDER BY ranked.place"), [*params, ref, until, now_param, ref])
 
 
 def assigned_to(identity: Identity) -> Q:
