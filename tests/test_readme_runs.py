@@ -76,6 +76,9 @@ EXPECTED_OUTPUT = {
                                 r"^\d+ scenarios over mcp, \d+ checks, \d+ calls in [\d.]+ s: passed, \d+ MUSTs not "
                                 r"checked \([\w.,\- ]+\); \d+ MUSTs not observable over the protocol \(--coverage\)$"],
     "audit-export": [r'"kind":"decided","actor":\{"kind":"person","ref":"fin@example.com"\}'],
+    "webhooks-cli": [r"^\d+\thttp://127\.0\.0\.1:9/hooks/agentprocess\tkinds: run\.ended,run\.failed\tprocess: "
+                     r"supplier-onboarding\ttest runs: no\tactive$", r"^whsec_[A-Za-z0-9+/=]{40,}$",
+                     r"^the old secret still signs until 20\d\d-", r"^removed webhook subscription \d+ \(http://127"],
     "backup-restore-drill": [r"^backed up organization default to backup-default.tar.gz in [\d.]+ s: \d+ files",
                              r"^restored organization default from backup-default.tar.gz in [\d.]+ s$",
                              r"^verified: (\d+) stored files against their uploads' SHA-256 \(\1 written\), \d+ "

@@ -25,6 +25,7 @@ class Receiver:
         self.behaviour = "ok"
         self.slow_seconds = 3.0
         self.received: list[Received] = []
+        self.arrived = threading.Event()  # set whenever a request arrives (before it is answered)
         self.lock = threading.Lock()
         receiver = self
 
@@ -47,6 +48,7 @@ class Receiver:
                     status = 307  # from the subscribed URL only: where it points answers
                 with receiver.lock:  # recorded as it arrives; a slow answer is recorded as none
                     receiver.received.append(Received(headers, body, verified, None if behaviour == "slow" else status))
+                receiver.arrived.set()
                 if behaviour == "slow":
                     time.sleep(receiver.slow_seconds)
                 try:

@@ -96,12 +96,7 @@ def vet(url: str, *, allow_private: bool | None = None) -> Target:
             named = host if literal is not None else f"{host} resolves to {address}, which"
             words = {"loopback": "a loopback address", "link-local": "a link-local address",
                      "private": "a private address", "not public": "not a public address"}[kind]
-            code = kind.replace(" ", "_").replace("-", "_")
-            if literal is not None:
-                message = f"{url}: {named} is {words}{ALLOW_HINT}"
-            else:
-                message = f"{url}: {named} is {words}{ALLOW_HINT}"
-            if kind in ("link-local", "not public"):
-                message = message.split(";")[0] + "; webhooks never go to link-local, multicast or reserved addresses"
-            raise Refused(code, message)
+            rule = ("; webhooks never go to link-local, multicast or reserved addresses"
+                    if kind in ("link-local", "not public") else ALLOW_HINT)
+            raise Refused(kind.replace(" ", "_").replace("-", "_"), f"{url}: {named} is {words}{rule}")
     return Target(scheme, host, port, path, tuple(str(a) for a in found))
