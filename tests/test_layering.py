@@ -29,7 +29,7 @@ TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
 KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks)$|^(runs|processes|webhooks)\.(apps|models|ids|migrations)(\.|$)")
-SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)|^webhooks\.services(\.|$)")
+SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)|^webhooks\.(services|selectors)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")

@@ -344,3 +344,89 @@ def test_during_the_grace_period_both_secrets_verify_after_it_only_the_new(org, 
     assert Webhook(SECRET).sign("msg_x", now + dt.timedelta(hours=2, seconds=1), body) != after["webhook-signature"]
     lines = command("rotate", str(subscription.pk))
     assert lines[0].startswith("the old secret still signs until ") and lines[1].startswith("whsec_")
+
+
+# ---------------------------------------------------------------- the operators' delivery log
+
+
+PASSWORD = "correct-horse-42"
+
+
+@pytest.fixture
+def signed_in(team, make_person):
+    from django.test import Client
+
+    make_person("ops2@example.com", operator=True, password=PASSWORD)
+    make_person("clerk9@example.com", groups=["clerks"], password=PASSWORD)
+
+    def client_of(email):
+        client = Client()
+        assert client.login(username=email, password=PASSWORD)
+        return client
+
+    return client_of
+
+
+def test_the_delivery_log_shows_attempts_and_send_again_delivers_with_the_same_webhook_id(
+        team, org, private_allowed, signed_in):
+    with Receiver([SECRET]) as receiver:
+        subscription = subscriptions.add(organization=org, url=receiver.url, kinds=["run.started"], secret=SECRET,
+                                         now=clock.now())
+        receiver.behaviour = "503"
+        start(team, "INV-77")
+        deliver()
+        receiver.behaviour = "ok"
+        Delivery.objects.update(next_attempt_at=clock.now())
+        deliver()
+        ops = signed_in("ops2@example.com")
+        listing = ops.get("/operators/webhooks/").content.decode()
+        assert receiver.url in listing and "1 delivered, 0 waiting" in listing
+        page = ops.get(f"/operators/webhooks/{subscription.pk}").content.decode()
+        delivery = Delivery.objects.get()
+        attempts = list(Attempt.objects.filter(delivery=delivery).order_by("id"))
+        assert "INV-77" in page and delivery.webhook_id in page and "Delivered" in page
+        assert f"status 503 in {attempts[0].latency_ms} ms" in page and "Answer: <code>busy, try later</code>" in page
+        assert f"status 204 in {attempts[1].latency_ms} ms" in page
+        sent = ops.post(f"/operators/webhooks/{subscription.pk}/deliveries/{delivery.pk}/send-again")
+        assert sent.status_code == 302 and sent["Location"] == f"/operators/webhooks/{subscription.pk}"
+        assert deliver() == (0, 1, 0)
+        got = receiver.accepted()
+    assert [r.headers["webhook-id"] for r in got] == [delivery.webhook_id] * 2
+
+
+def test_replay_since_sends_every_delivery_since_then_again(team, org, private_allowed, signed_in):
+    with Receiver([SECRET]) as receiver:
+        subscription = subscriptions.add(organization=org, url=receiver.url, kinds=["run.started", "step.ready"],
+                                         secret=SECRET, now=clock.now())
+        start(team, "INV-1")
+        deliver()
+        ops = signed_in("ops2@example.com")
+        answer = ops.post(f"/operators/webhooks/{subscription.pk}/replay", {"since": "2020-01-01T00:00"})
+        assert answer.status_code == 302
+        assert deliver() == (0, 2, 0)
+        refused = ops.post(f"/operators/webhooks/{subscription.pk}/replay", {"since": "yesterday"})
+        assert refused.status_code == 400 and "is not a date and time like 2026-10-06T09:00" in refused.content.decode()
+        got = receiver.accepted()
+    assert [json.loads(r.body)["type"] for r in got] == ["run.started", "step.ready"] * 2
+
+
+def test_only_operators_see_the_log_and_only_their_organizations(team, org, private_allowed, signed_in,
+                                                                  make_person):
+    subscription = subscriptions.add(organization=org, url="http://127.0.0.1:9/h", kinds=["run.started"],
+                                     now=clock.now())
+    start(team)
+    fanout.fan_out(clock.now())
+    delivery = Delivery.objects.get()
+    clerk = signed_in("clerk9@example.com")
+    assert clerk.get(f"/operators/webhooks/{subscription.pk}").status_code == 403
+    assert clerk.post(f"/operators/webhooks/{subscription.pk}/deliveries/{delivery.pk}/send-again").status_code == 403
+    make_person("ops@other.example", operator=True, password=PASSWORD, org_slug="other")
+    other = signed_in("ops@other.example")
+    assert other.get(f"/operators/webhooks/{subscription.pk}").status_code == 404
+    assert other.post(f"/operators/webhooks/{subscription.pk}/deliveries/{delivery.pk}/send-again").status_code == 404
+    assert receiver_free(other.get("/operators/webhooks/").content.decode(), "http://127.0.0.1:9/h")
+    assert Delivery.objects.get().attempts == 0
+
+
+def receiver_free(page: str, url: str) -> bool:
+    return url not in page and "No subscriptions yet." in page

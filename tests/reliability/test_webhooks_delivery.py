@@ -21,7 +21,7 @@ from tests.conftest import redis_reachable, service_unavailable
 from tests.reliability.test_work_notices_delivery import wait_for
 from tests.support.live import ROOT, database_url
 from tests.support.webhook_receiver import Receiver
-from tests.test_webhooks import SECRET, run_to_the_end, start
+from tests.test_webhooks import SECRET, run_to_the_end, start, team  # noqa: F401 (team: a fixture)
 from webhooks.models import KINDS, Attempt, Delivery
 from webhooks.services import subscriptions
 
@@ -40,16 +40,6 @@ def broker():
     redis.Redis.from_url(BROKER).flushdb()
     yield BROKER
     redis.Redis.from_url(BROKER).flushdb()
-
-
-@pytest.fixture
-def team(publish, make_person, make_agent):
-    from tests.test_work_notices import INVOICE_CHECK
-
-    publish(INVOICE_CHECK, {"clerks": "clerks", "finance": "finance"})
-    return {"agent": make_agent("screener"), "clerk": make_person("clerk1@example.com", groups=["clerks"]),
-            "fin": make_person("fin@example.com", groups=["finance"]),
-            "ops": make_person("ops@example.com", operator=True)}
 
 
 def start_worker(workdir, broker: str) -> subprocess.Popen:

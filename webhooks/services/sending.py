@@ -174,6 +174,17 @@ def send_again(*, organization, delivery_id, now) -> Delivery:
     return delivery
 
 
+@transaction.atomic
+def replay_since(*, organization, subscription_id, since, now) -> int:
+    """Every delivery of the subscription made since then, once more, each with its own webhook-id
+    (in order per run, as the first time); the number."""
+    subscription = Subscription.objects.filter(organization=organization, pk=subscription_id).first()
+    if subscription is None:
+        raise Refused("not_found", f"no webhook subscription {subscription_id} in {organization.slug}")
+    return subscription.deliveries.filter(created_at__gte=since).update(state=Delivery.PENDING, next_attempt_at=now,
+                                                                       retrying_since=now)
+
+
 def forget_before(now) -> int:
     """Deliveries (and their attempts) older than WEBHOOK_LOG_DAYS that are done; the number removed."""
     old = Delivery.objects.filter(created_at__lt=now - dt.timedelta(days=settings.WEBHOOK_LOG_DAYS)).exclude(
