@@ -430,3 +430,74 @@ def test_only_operators_see_the_log_and_only_their_organizations(team, org, priv
 
 def receiver_free(page: str, url: str) -> bool:
     return url not in page and "No subscriptions yet." in page
+
+
+# ---------------------------------------------------------------- chat notices (Slack, Teams)
+
+
+def test_a_groups_slack_and_teams_channels_get_its_work_with_the_link_and_business_key(team, org, private_allowed):
+    with Receiver() as slack, Receiver() as teams, Receiver() as finance:
+        command("add", slack.url, "--format", "slack", "--group", "clerks")
+        lines = command("add", teams.url, "--format", "teams", "--group", "clerks")
+        assert "\tteams channel of clerks\tkinds: work_item.waiting,work_item.overdue,run.escalated\t" in lines[0]
+        command("add", finance.url, "--format", "slack", "--group", "finance", "--kinds", "run.escalated")
+        run_id = start(team, "INV-2026-0042")
+        do_agent_step(team["agent"], run_id, "screen", {"cleared": True})
+        assert deliver()[1:] == (2, 0)
+        item = Delivery.objects.filter(subscription__format="slack").get().payload
+        got_slack, got_teams = [json.loads(r.body) for r in slack.accepted()], [json.loads(r.body) for r in teams.accepted()]
+        assert finance.received == []  # another group's channel, and not a kind it hears of
+    work_item = Delivery.objects.filter(subscription__format="teams").get().payload["potentialAction"][0]["targets"][0]["uri"]
+    assert work_item.startswith("http") and "/work/w_" in work_item
+    assert got_slack == [item] == [{"text": f"New work for clerks: Book invoice – INV-2026-0042 (invoice-check, run {run_id})."
+                                            f" <{work_item}|Open it>"}]
+    assert got_teams == [{"@type": "MessageCard", "@context": "https://schema.org/extensions",
+                          "summary": "New work for clerks", "title": "New work for clerks",
+                          "text": f"Book invoice – INV-2026-0042 (invoice-check, run {run_id}).",
+                          "potentialAction": [{"@type": "OpenUri", "name": "Open it",
+                                               "targets": [{"os": "default", "uri": work_item}]}]}]
+
+
+def test_an_escalation_goes_to_the_operators_channel(team, org, private_allowed):
+    with Receiver() as operators:
+        command("add", operators.url, "--format", "slack", "--group", org.operators.name)
+        run_id = start(team, "INV-9")
+        token = team["agent"].ok("claim", runId=run_id, stepId="screen")["token"]
+        team["agent"].ok("escalate", token=token, note="The sanctions site is down.")
+        deliver()
+        got = [json.loads(r.body)["text"] for r in operators.accepted()]
+    assert len(got) == 1 and got[0].startswith(f"Escalation waiting for {org.operators.name}: Screen – INV-9 (")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--format", "slack"], "a slack channel tells one group of its work: name it with --group"),
+    (["--format", "teams", "--group", "nobody"], "default has no group 'nobody'"),
+    (["--format", "slack", "--group", "clerks", "--kinds", "run.ended"],
+     "a chat channel hears of work_item.waiting, work_item.overdue, run.escalated only, not run.ended"),
+    (["--kinds", "run.ended", "--group", "clerks"], "--group is for chat channels (--format slack or teams)"),
+])
+def test_a_bad_chat_channel_is_refused(team, org, private_allowed, args, message):
+    with pytest.raises(CommandError) as refused:
+        command("add", "http://127.0.0.1:9/chat", *args)
+    assert str(refused.value) == message
+    assert not Subscription.objects.exists()
+
+
+def test_overdue_work_goes_to_its_groups_channel_and_as_a_webhook(team, org, private_allowed):
+    from runs.services.sweep import sweep_dues
+
+    with Receiver() as finance, Receiver([SECRET]) as oncall:
+        command("add", finance.url, "--format", "slack", "--group", "finance")
+        subscriptions.add(organization=org, url=oncall.url, kinds=["work_item.overdue"], secret=SECRET, now=clock.now())
+        run_id = start(team, "INV-3")
+        do_agent_step(team["agent"], run_id, "screen", {"cleared": True})
+        decide(team["clerk"], run_id, "book_invoice", "completed", output={"ledgerRef": "LR-3"})
+        deliver()
+        assert finance.accepted()[0].body.startswith('{"text":"New work for finance: Approve payment – INV-3')
+        sweep_dues(clock.now() + dt.timedelta(hours=2))
+        deliver()
+        overdue = json.loads(finance.accepted()[1].body)["text"]
+        event = json.loads(oncall.accepted()[0].body)
+    assert overdue.startswith("Overdue for finance: Approve payment – INV-3 (invoice-check, run ")
+    assert event["type"] == "work_item.overdue" and event["data"]["step"] == "approve_payment"
+    assert overdue.endswith(f"<{event['data']['links']['workItem']}|Open it>")

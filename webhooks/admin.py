@@ -7,18 +7,20 @@ from django.contrib import admin, messages
 from kernel import clock
 from kernel.admin import ReadOnlyAdmin
 
-from .models import KINDS, Attempt, Delivery, Subscription
+from .models import FORMATS, KINDS, STANDARD, Attempt, Delivery, Subscription
 from .services import addresses, sending, subscriptions
 from .services.addresses import Refused
 
 
 class SubscriptionForm(forms.ModelForm):
+    format = forms.ChoiceField(choices=[(form, form) for form in FORMATS], initial=STANDARD)
+    group = forms.CharField(required=False, help_text="slack or teams: the group whose work the channel tells of")
     kinds = forms.MultipleChoiceField(choices=[(kind, kind) for kind in KINDS], widget=forms.CheckboxSelectMultiple)
     secret = forms.CharField(required=False, help_text="whsec_… ; leave empty for a new random one")
 
     class Meta:
         model = Subscription
-        fields = ("organization", "url", "kinds", "process", "test_runs", "secret")
+        fields = ("organization", "url", "format", "group", "kinds", "process", "test_runs", "secret")
 
     def clean_url(self):
         try:
@@ -31,12 +33,12 @@ class SubscriptionForm(forms.ModelForm):
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
     form = SubscriptionForm
-    list_display = ("id", "organization", "url", "kinds", "process", "test_runs", "paused_at")
+    list_display = ("id", "organization", "url", "format", "group", "kinds", "process", "test_runs", "paused_at")
     list_filter = ("organization",)
     actions = ("resume", "rotate_secret")
 
     def get_readonly_fields(self, request, obj=None):
-        return ("organization", "secret") if obj else ()
+        return ("organization", "secret", "format", "group") if obj else ()
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
@@ -47,7 +49,8 @@ class SubscriptionAdmin(admin.ModelAdmin):
                 return
             created = subscriptions.add(organization=data["organization"], url=data["url"], kinds=data["kinds"],
                                         process=data["process"], test_runs=data["test_runs"],
-                                        secret=data.get("secret") or None, now=clock.now())
+                                        secret=data.get("secret") or None, form=data["format"], group=data["group"],
+                                        now=clock.now())
         except Refused as refusal:
             self.message_user(request, refusal.message, messages.ERROR)
             return

@@ -27,6 +27,11 @@ KINDS = (
     "work_item.overdue",
 )
 SECRET_PREFIX = "whsec_"
+# What a subscription's body is: the signed JSON event, or a chat message (issue 28, point 5).
+STANDARD, SLACK, TEAMS = "standard", "slack", "teams"
+FORMATS = (STANDARD, SLACK, TEAMS)
+# What a chat channel hears of: work waiting for its group, overdue, escalations.
+CHAT_KINDS = ("work_item.waiting", "work_item.overdue", "run.escalated")
 
 
 def new_secret() -> str:
@@ -48,6 +53,10 @@ class Subscription(models.Model):
     process = models.CharField(max_length=64, blank=True)  # "" = every process
     test_runs = models.BooleanField(default=False)
     secret = models.CharField(max_length=200)
+    # standard: the signed JSON event; slack / teams: a chat message in that incoming-webhook format,
+    # about the work of one group (`group`) only.
+    format = models.CharField(max_length=16, default=STANDARD)
+    group = models.CharField(max_length=150, blank=True)
     # After a rotation the old secret still signs (both signatures sent) until this time.
     previous_secret = models.CharField(max_length=200, blank=True)
     previous_secret_until = models.DateTimeField(null=True, blank=True)
@@ -61,6 +70,10 @@ class Subscription(models.Model):
 
     def __str__(self):
         return f"{self.url} ({', '.join(self.kinds)})"
+
+    @property
+    def is_chat(self) -> bool:
+        return self.format != STANDARD
 
 
 class Delivery(models.Model):

@@ -16,7 +16,7 @@ from processes.presentation import business_key
 from runs.models import Notice, Run, WorkItem, WorkItemState
 
 from ..models import Delivery, Subscription
-from . import events
+from . import chat, events
 
 BATCH = 200
 LOCK = 2_800_028  # pg_advisory_xact_lock key of the fan-out (issue 28)
@@ -51,6 +51,7 @@ def _deliveries(rows: list[Notice], now) -> tuple[list[Delivery], dict[int, str]
     organizations = dict(Organization.objects.filter(pk__in={row.organization_id for row in rows}).values_list("id", "slug"))
     definitions = definitions_for({run.version_id for run in runs.values()})
     items = _open_items(rows)
+    groups = _groups(rows, items) if any(s.is_chat for subs in subscriptions.values() for s in subs) else {}
     deliveries, outcomes = [], {}
     for row in rows:
         about = row.about[0]
@@ -63,9 +64,14 @@ def _deliveries(rows: list[Notice], now) -> tuple[list[Delivery], dict[int, str]
                                      run.mode == "test")]
         payload = payload_of(row, run, organizations[row.organization_id],
                              business_key(run.inputs, definitions[run.version_id].inputs), items)
+        group = groups.get(payload["data"]["workItem"])
+        # A chat channel hears of its own group's work only, in its chat's format.
+        hearing = [s for s in hearing if not s.is_chat or (group is not None and s.group == group)]
         deliveries += [Delivery(organization_id=row.organization_id, subscription=subscription, event_seq=row.pk,
-                                kind=row.kind, run_id=run.pk, payload=payload, created_at=now, retrying_since=now,
-                                next_attempt_at=now) for subscription in hearing]
+                                kind=row.kind, run_id=run.pk, created_at=now, retrying_since=now, next_attempt_at=now,
+                                payload=chat.message(payload, group, subscription.format) if subscription.is_chat
+                                else payload)
+                       for subscription in hearing]
         outcomes[row.pk] = f"webhooks: {len(hearing)} deliveries"
     return deliveries, outcomes
 
@@ -79,6 +85,14 @@ def _open_items(rows: list[Notice]) -> dict[tuple[str, str], str]:
     found = WorkItem.objects.filter(run_id__in={run for run, _ in wanted}, state=WorkItemState.OPEN).values_list(
         "run_id", "step_id", "id")
     return {(run, step): item for run, step, item in found if (run, step) in wanted}
+
+
+def _groups(rows: list[Notice], items) -> dict[str, str]:
+    """work item -> the group it waits for (chat channels are per group)."""
+    ids = {row.about[0].get("workItem") for row in rows} | set(items.values())
+    ids.discard(None)
+    return dict(WorkItem.objects.filter(pk__in=ids, assigned_group__isnull=False).values_list(
+        "id", "assigned_group")) if ids else {}
 
 
 def payload_of(row: Notice, run, organization_slug: str, key: str, items) -> dict:

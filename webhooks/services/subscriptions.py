@@ -7,7 +7,9 @@ import datetime as dt
 from django.conf import settings
 from django.db import transaction
 
-from ..models import KINDS, Delivery, Subscription, new_secret
+from kernel.models import OrganizationGroup
+
+from ..models import CHAT_KINDS, FORMATS, KINDS, STANDARD, Delivery, Subscription, new_secret
 from . import addresses, events, signing
 from .addresses import Refused
 
@@ -38,13 +40,34 @@ def forget_later(organization_id: int) -> None:
     events.forget(organization_id)
 
 
+def _chat(form: str, group: str, kinds, organization) -> tuple[str, list[str]]:
+    """A chat channel's group (one of the organization's) and kinds (CHAT_KINDS unless named)."""
+    if form not in FORMATS:
+        raise Refused("format", f"unknown format {form!r}; the formats are {', '.join(FORMATS)}")
+    if form == STANDARD:
+        if group:
+            raise Refused("group", "--group is for chat channels (--format slack or teams)")
+        return "", _kinds(kinds)
+    if not group:
+        raise Refused("group", f"a {form} channel tells one group of its work: name it with --group")
+    if group != organization.operators.name and not OrganizationGroup.objects.filter(
+            organization=organization, group__name=group).exists():
+        raise Refused("group", f"{organization.slug} has no group {group!r}")
+    chosen = _kinds(kinds) if [k for k in kinds if k and k.strip()] else list(CHAT_KINDS)
+    other = [kind for kind in chosen if kind not in CHAT_KINDS]
+    if other:
+        raise Refused("kinds", f"a chat channel hears of {', '.join(CHAT_KINDS)} only, not {', '.join(other)}")
+    return group, chosen
+
+
 @transaction.atomic
 def add(*, organization, url: str, kinds, process: str = "", test_runs: bool = False, secret: str | None = None,
-        now: dt.datetime) -> Subscription:
+        form: str = STANDARD, group: str = "", now: dt.datetime) -> Subscription:
     addresses.vet(url)  # a URL it may not go to is refused now, with why
+    group, kinds = _chat(form, (group or "").strip(), list(kinds or []), organization)
     subscription = Subscription.objects.create(
-        organization=organization, url=url.strip(), kinds=_kinds(kinds), process=(process or "").strip(),
-        test_runs=test_runs, secret=_secret(secret), created_at=now)
+        organization=organization, url=url.strip(), kinds=kinds, process=(process or "").strip(),
+        test_runs=test_runs, secret=_secret(secret), format=form, group=group, created_at=now)
     forget_later(organization.id)
     return subscription
 

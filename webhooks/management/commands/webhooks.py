@@ -1,4 +1,5 @@
 """manage.py webhooks add URL --kinds KIND,KIND [--process NAME] [--test-runs] [--secret whsec_…]
+[--format slack|teams --group GROUP]
 | list | remove ID | rotate ID [--secret whsec_…] [--grace-hours H] | resume ID | send (issue 28)."""
 
 from django.core.management.base import BaseCommand, CommandError
@@ -6,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from kernel import clock
 from kernel.models import Organization
 
-from ...models import KINDS
+from ...models import CHAT_KINDS, FORMATS, KINDS, STANDARD
 from ...services import fanout, sending, subscriptions
 from ...services.addresses import Refused
 
@@ -14,7 +15,8 @@ from ...services.addresses import Refused
 def describe(subscription) -> str:
     state = f"paused since {clock.iso(subscription.paused_at)}: {subscription.paused_reason}" if subscription.paused_at \
         else "active"
-    return (f"{subscription.pk}\t{subscription.url}\tkinds: {','.join(subscription.kinds)}\t"
+    channel = f"\t{subscription.format} channel of {subscription.group}" if subscription.is_chat else ""
+    return (f"{subscription.pk}\t{subscription.url}{channel}\tkinds: {','.join(subscription.kinds)}\t"
             f"process: {subscription.process or 'every process'}\ttest runs: "
             f"{'yes' if subscription.test_runs else 'no'}\t{state}")
 
@@ -27,7 +29,11 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         add = sub.add_parser("add", help="subscribe a URL to event kinds; prints the subscription and its secret")
         add.add_argument("url")
-        add.add_argument("--kinds", required=True, help=f"comma-separated, of: {', '.join(KINDS)}")
+        add.add_argument("--kinds", default="", help=f"comma-separated, of: {', '.join(KINDS)} (a chat channel: "
+                                                     f"{', '.join(CHAT_KINDS)} unless named)")
+        add.add_argument("--format", default=STANDARD, choices=FORMATS,
+                         help="standard: the signed JSON event; slack or teams: a chat message to their incoming webhook")
+        add.add_argument("--group", default="", help="a chat channel: the group whose work it tells of")
         add.add_argument("--process", default="", help="only this process's runs")
         add.add_argument("--test-runs", action="store_true", help="test runs too (off unless asked)")
         add.add_argument("--secret", help="whsec_… (default: a new random one)")
@@ -52,7 +58,8 @@ class Command(BaseCommand):
     def _add(self, organization, options):
         subscription = subscriptions.add(
             organization=organization, url=options["url"], kinds=options["kinds"].split(","),
-            process=options["process"], test_runs=options["test_runs"], secret=options["secret"], now=clock.now())
+            process=options["process"], test_runs=options["test_runs"], secret=options["secret"],
+            form=options["format"], group=options["group"], now=clock.now())
         self.stdout.write(describe(subscription))
         self.stdout.write(subscription.secret)
 
