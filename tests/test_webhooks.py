@@ -502,3 +502,18 @@ def test_overdue_work_goes_to_its_groups_channel_and_as_a_webhook(team, org, pri
     assert overdue.startswith("Overdue for finance: Approve payment – INV-3 (invoice-check, run ")
     assert event["type"] == "work_item.overdue" and event["data"]["step"] == "approve_payment"
     assert overdue.endswith(f"<{event['data']['links']['workItem']}|Open it>")
+
+
+def test_the_log_keeps_deliveries_done_for_the_configured_days_and_never_drops_a_waiting_one(
+        team, org, private_allowed, settings):
+    settings.WEBHOOK_LOG_DAYS = 30
+    subscriptions.add(organization=org, url="http://127.0.0.1:9/h", kinds=["run.started", "step.ready"],
+                      now=clock.now())
+    start(team)
+    fanout.fan_out(clock.now())
+    done, waiting = Delivery.objects.order_by("id")
+    Delivery.objects.filter(pk=done.pk).update(state=Delivery.DELIVERED)
+    Attempt.objects.create(organization=org, delivery=done, at=clock.now(), status_code=204)
+    assert sending.forget_before(clock.now() + dt.timedelta(days=29)) == 0
+    assert sending.forget_before(clock.now() + dt.timedelta(days=31)) == 1
+    assert list(Delivery.objects.all()) == [waiting] and not Attempt.objects.exists()
