@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "runs",
     "workqueue",
     "filestore",  # FILE_STORAGE=database: files' bytes in the database
+    "webhooks",  # signed webhooks to other systems (issue 28)
 ]
 
 MIDDLEWARE = [
@@ -318,6 +319,22 @@ NOTICE_SEND_LEASE_SECONDS = env.int("NOTICE_SEND_LEASE_SECONDS", default=300)
 # A person's "summary mail" notices go together once per this many minutes (runs/services/notifications.py).
 NOTICE_DIGEST_MINUTES = env.float("NOTICE_DIGEST_MINUTES", default=60.0)
 
+# --- Webhooks (issue 28; webhooks/) ------------------------------------------------------
+# Receivers on private networks and loopback (on-premises, tests); link-local never.
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# A delivery that fails is retried (exponential pauses with jitter) this long, then given up and
+# its subscription paused, the operators told.
+WEBHOOK_RETRY_HOURS = env.float("WEBHOOK_RETRY_HOURS", default=24.0)
+WEBHOOK_CONCURRENCY_PER_URL = env.int("WEBHOOK_CONCURRENCY_PER_URL", default=4)
+# After a secret is rotated the old one keeps signing (both signatures sent) this long.
+WEBHOOK_SECRET_GRACE_HOURS = env.float("WEBHOOK_SECRET_GRACE_HOURS", default=24.0)
+# A worker that takes a delivery holds it this long; if it dies meanwhile, another sends it again.
+WEBHOOK_SEND_LEASE_SECONDS = env.int("WEBHOOK_SEND_LEASE_SECONDS", default=120)
+# Deliveries done (delivered or given up) and their attempts are kept this many days.
+WEBHOOK_LOG_DAYS = env.int("WEBHOOK_LOG_DAYS", default=30)
+WEBHOOK_INTERVAL_SECONDS = env.float("WEBHOOK_INTERVAL_SECONDS", default=5.0)
+
 # --- Celery and the cache ----------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 # The cache holds the sign-in and token throttles (kernel/throttle.py): shared by every worker and
@@ -348,6 +365,9 @@ CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "runs.tasks.sweep", "schedule": SWEEP_INTERVAL_SECONDS,
               "options": {"expires": SWEEP_INTERVAL_SECONDS}},
     # Walks the upload storage, so hourly: an orphan is only removed once an hour old anyway.
+    "webhooks": {"task": "webhooks.tasks.deliver", "schedule": WEBHOOK_INTERVAL_SECONDS,
+                 "options": {"expires": WEBHOOK_INTERVAL_SECONDS}},
+    "webhooks-log": {"task": "webhooks.tasks.forget_old", "schedule": 3600, "options": {"expires": 3600}},
     "sweep-orphan-files": {"task": "runs.tasks.sweep_orphan_files", "schedule": 3600, "options": {"expires": 3600}},
 }
 

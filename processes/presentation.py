@@ -20,7 +20,7 @@ from kernel.models import EventKind
 
 from .currencies import decimals_of
 from .definition import Definition, definition_for
-from .fields import normalize
+from .fields import field_type, normalize
 from .models import FieldPresentation, ProcessVersion
 
 # Pages read the facts from the cache (shared by every worker); an admin change deletes its keys
@@ -291,3 +291,19 @@ def carry_over(*, previous: ProcessVersion | None, version: ProcessVersion, defi
     FieldPresentation.objects.bulk_create(carried)
     _forget(version)
     return [row.path for row in carried]
+
+
+KEY_CHARS = 80
+
+
+def business_key(inputs: dict, declared: dict) -> str:
+    """What people call a run, on every page (inbox, operators, work item, run, runs list, bulk
+    results) and in webhooks' payloads: the first input its version declares as text (the vendor, the invoice number; not a
+    person's address), shortened to KEY_CHARS. The declared inputs are required: without them a
+    person's address would pass for a name."""
+    for name, spec in declared.items():
+        value = (inputs or {}).get(name)
+        if field_type(spec) == "string" and isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            return text if len(text) <= KEY_CHARS else text[: KEY_CHARS - 1] + "…"
+    return ""

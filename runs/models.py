@@ -264,6 +264,8 @@ class Notice(models.Model):
     so the write that caused it pays one INSERT and no look-up."""
 
     EVENT = "event"  # delivery of a row still to be fanned out to its people
+    WEBHOOK = "webhook"  # delivery of a webhook event, fanned out to its subscriptions (webhooks/)
+    FANNED_OUT = (EVENT, WEBHOOK)  # rows the mail sender never sends themselves
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=32)  # kernel.models.NoticeKind

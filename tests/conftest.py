@@ -76,6 +76,9 @@ def _fresh_cache():
 
     if isinstance(caches["default"], LocMemCache):  # never flush a shared Redis (it may hold a broker's queues)
         caches["default"].clear()  # the throttles' counters (process memory under ./dev test)
+    from webhooks.services import events
+
+    events._wanted.clear()  # what an organization's webhook subscriptions want (ids are reused after a test)
 
 
 @pytest.fixture(autouse=True)

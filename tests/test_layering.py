@@ -5,9 +5,9 @@
                  and every admin, management command, Celery task, view, URL conf and template tag module
     tools        api/tools/  (no model imports: a tool calls a service and presents its result)
     services     runs/services/, runs' selectors, presenters and visibility, processes/ (parse, validate,
-                 compile, publish, maps)
+                 compile, publish, maps), webhooks/services/
     kernel       kernel/, filestore/ (the database storage backend), and the models (and app configs, ids,
-                 migrations) of processes/ and runs/
+                 migrations) of processes/, runs/ and webhooks/
 
 Every import of the project's own modules is read from the source (function-level imports too),
 every module must fall in a layer, and no two modules import each other in a cycle.
@@ -23,13 +23,13 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue")
+PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue", "webhooks")
 LAYERS = ("kernel", "services", "tools", "transports", "project")
 TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
-KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^runs$|^(runs|processes)\.(apps|models|ids|migrations)(\.|$)")
-SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)")
+KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks)$|^(runs|processes|webhooks)\.(apps|models|ids|migrations)(\.|$)")
+SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)|^webhooks\.(services|selectors)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")

@@ -29,7 +29,9 @@ Not runnable, each marked `<!-- not runnable: why -->` in the README:
   on embedded defaults);
 - benchmarks (`bench/run`): 3 to 10 minutes, and each creates its own PostgreSQL database;
 - backing up the whole server (`pg_dump`, `pg_restore`): it needs a production PostgreSQL with the
-  two roles and a backup host.
+  two roles and a backup host;
+- chat channels (`webhooks add … --format slack`): they need a Slack or Teams workspace's
+  incoming-webhook URL (tests/test_webhooks.py sends to receivers in both formats).
 
 The reader's terminal and the server share the files folder (`MEDIA_ROOT`), as `./dev run`'s do
 (`var/uploads`): the restore drill backs up the files the blocks before it uploaded.
@@ -76,6 +78,9 @@ EXPECTED_OUTPUT = {
                                 r"^\d+ scenarios over mcp, \d+ checks, \d+ calls in [\d.]+ s: passed, \d+ MUSTs not "
                                 r"checked \([\w.,\- ]+\); \d+ MUSTs not observable over the protocol \(--coverage\)$"],
     "audit-export": [r'"kind":"decided","actor":\{"kind":"person","ref":"fin@example.com"\}'],
+    "webhooks-cli": [r"^\d+\thttp://127\.0\.0\.1:9/hooks/agentprocess\tkinds: run\.ended,run\.failed\tprocess: "
+                     r"supplier-onboarding\ttest runs: no\tactive$", r"^whsec_[A-Za-z0-9+/=]{40,}$",
+                     r"^the old secret still signs until 20\d\d-", r"^removed webhook subscription \d+ \(http://127"],
     "backup-restore-drill": [r"^backed up organization default to backup-default.tar.gz in [\d.]+ s: \d+ files",
                              r"^restored organization default from backup-default.tar.gz in [\d.]+ s$",
                              r"^verified: (\d+) stored files against their uploads' SHA-256 \(\1 written\), \d+ "
@@ -158,7 +163,8 @@ def test_every_code_block_of_the_readme_is_marked():
     assert len(names) == len(set(names)), names
     assert set(names) == set(EXPECTED_OUTPUT), "every runnable block has its expected output here, and only those"
     assert set(EXPECTED_FILES) <= set(names)
-    assert len(marked.not_runnable) == 4, marked.not_runnable  # set-up, deploying, benchmarks, pg_dump (the docstring)
+    # set-up, deploying, benchmarks, pg_dump, chat channels (the docstring)
+    assert len(marked.not_runnable) == 5, marked.not_runnable
     hard_coded = [(block.name, line) for block in marked.runnable for line in block.text.splitlines()
                   if SERVES_AT in line and line.split("#")[0].strip() != URL_LINE]
     assert hard_coded == [], f"name the server as $AGENTPROCESS_URL in runnable blocks: {hard_coded}"

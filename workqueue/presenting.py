@@ -12,7 +12,7 @@ from kernel import jsonio
 from kernel.states import UNFINISHED
 from processes.fields import field_type, is_number
 from processes.maps import humanize
-from processes.presentation import NO_FACTS, FieldFacts, Presentation, field_label
+from processes.presentation import NO_FACTS, FieldFacts, Presentation, business_key, field_label  # noqa: F401 (business_key: the pages' name for it)
 from runs.presenters import sent_back
 
 RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
@@ -227,22 +227,6 @@ def file_refs(view: dict) -> set[str]:
                 if isinstance(item, dict) and item.get("kind") == "file" and isinstance(item.get("ref"), str):
                     refs.add(item["ref"])
     return refs
-
-
-KEY_CHARS = 80
-
-
-def business_key(inputs: dict, declared: dict) -> str:
-    """What people call a run, on every page (inbox, operators, work item, run, runs list, bulk
-    results): the first input its version declares as text (the vendor, the invoice number; not a
-    person's address), shortened to KEY_CHARS. The declared inputs are required: without them a
-    person's address would pass for a name."""
-    for name, spec in declared.items():
-        value = (inputs or {}).get(name)
-        if field_type(spec) == "string" and isinstance(value, str) and value.strip():
-            text = " ".join(value.split())
-            return text if len(text) <= KEY_CHARS else text[: KEY_CHARS - 1] + "…"
-    return ""
 
 
 def item_name(step_id: str, key: str) -> str:

@@ -1,5 +1,6 @@
 """Writes only the browser pages make (issue 29): who is on a work item (take, release, assign),
-saved views, a person's API tokens, time zone and notice choices, their last look at the inbox.
+saved views, a person's API tokens, time zone and notice choices, their last look at the inbox,
+and the operators' webhook deliveries sent again.
 
 They are not protocol tools: no JSON Schema, never offered on REST or MCP (`call_tool` answers them
 for transport "browser" only). They are here so that a page reaches the domain the way an agent
@@ -11,7 +12,10 @@ from django.db import transaction
 
 from kernel.identity import issue_personal_token, revoke_personal_token
 from kernel.page_settings import set_time_zone
+from kernel.errors import forbidden, not_found
 from runs.services import inbox_visits, notifications, queue, saved_views
+from webhooks.services import sending as webhooks
+from webhooks.services.addresses import Refused
 
 PAGE_TOOLS = {}
 
@@ -76,3 +80,29 @@ def save_notice_choices(identity, arguments, now):
 def mark_inbox_seen(identity, arguments, now):
     inbox_visits.mark_seen(identity, now, known=arguments["known"])
     return {}
+
+
+def _operator(identity) -> None:
+    if not identity.is_operator:
+        raise forbidden("only the organization's operators send webhooks again")
+
+
+@page_tool("webhook_send_again")
+def webhook_send_again(identity, arguments, now):
+    _operator(identity)
+    try:
+        return {"delivery": webhooks.send_again(organization=identity.organization,
+                                                delivery_id=arguments["deliveryId"], now=now)}
+    except Refused as refused:
+        raise not_found(refused.message) from None
+
+
+@page_tool("webhook_replay_since")
+def webhook_replay_since(identity, arguments, now):
+    _operator(identity)
+    try:
+        return {"count": webhooks.replay_since(organization=identity.organization,
+                                               subscription_id=arguments["subscriptionId"],
+                                               since=arguments["since"], now=now)}
+    except Refused as refused:
+        raise not_found(refused.message) from None

@@ -75,6 +75,10 @@ LEFT_OUT = {
     # archive's file members, through the storage API, so they land in whatever the target uses.
     "filestore.StoredFile": "file bytes travel as the archive's file members, through the storage API",
     "filestore.FileChunk": "file bytes travel as the archive's file members, through the storage API",
+    "webhooks.Subscription": "webhook secrets are live credentials: subscribe the receivers again "
+                             "(manage.py webhooks add)",
+    "webhooks.Delivery": "what this server sent to other systems: its log, not the organization's work",
+    "webhooks.Attempt": "what this server sent to other systems: its log, not the organization's work",
 }
 
 

@@ -16,6 +16,7 @@ from kernel.errors import ConflictIssue, ToolError, conflict, no_such_run, not_f
 from kernel.models import EventKind
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.fields import parse_datetime
+from webhooks.services import events as webhook_events
 
 from ..models import (
     CLAIMABLE,
@@ -29,7 +30,7 @@ from ..models import (
     WorkItem,
     WorkItemState,
 )
-from . import checks, locks, notifications, rundata
+from . import checks, locks, notifications, outbox, rundata
 
 SERVER = "server"
 
@@ -570,11 +571,15 @@ class RunContext:
             if self._items is not None:
                 for item in self._items:
                     item.state = WorkItemState.REMOVED
+        outbox_rows = []
         if self._new_items:
             WorkItem.objects.bulk_create(self._new_items)
-            # Notice hook (issue 15, point 6): at most one INSERT, only for a live run's open items.
-            notifications.queue_work_notices(run, self._new_items, caused_by=self.actor.ref,
-                                             sent_back=self._sent_back, now=self.now)
+            # Notice hook (issue 15, point 6): only for a live run's open items.
+            outbox_rows = notifications.work_notices(run, self._new_items, caused_by=self.actor.ref,
+                                                     sent_back=self._sent_back, now=self.now)
+        # Webhook hook (issue 28): the events a subscription hears of, no look-up. With the
+        # notices' rows, at most one INSERT into the outbox; none when nobody listens.
+        outbox.queue(outbox_rows + webhook_events.rows_for(run, self.events, self.now))
         audit.write(self.events)
         self.events = []
 

@@ -239,11 +239,12 @@ def messages_for(notices: list[OverdueNotice], now) -> list[Notice]:
 # ---------------------------------------------------------------- events (the writes' side)
 
 
-def queue_work_notices(run, items: list[WorkItem], *, caused_by: str, sent_back: dict[str, dict], now) -> None:
-    """In the transaction that made these work items: one event row each (one INSERT), none for a
-    test run. `sent_back` names the steps that came back for rework in this write: {step: {by, note}}."""
+def work_notices(run, items: list[WorkItem], *, caused_by: str, sent_back: dict[str, dict], now) -> list[Notice]:
+    """The event rows of these new work items (the caller writes them in its transaction, with
+    its other outbox rows: one INSERT), none for a test run. `sent_back` names the steps that came
+    back for rework in this write: {step: {by, note}}."""
     if run.mode == "test":
-        return
+        return []
     rows = []
     for item in items:
         if item.state != WorkItemState.OPEN:
@@ -257,8 +258,7 @@ def queue_work_notices(run, items: list[WorkItem], *, caused_by: str, sent_back:
         else:
             kind = NoticeKind.NEW_WORK
         rows.append(_event(run.organization_id, kind, about, now))
-    if rows:
-        Notice.objects.bulk_create(rows)
+    return rows
 
 
 def queue_assigned(item: WorkItem, *, to: str, by: str, now) -> None:
@@ -301,7 +301,7 @@ def _told_as_assigned(rows: list[Notice], now) -> list[Notice]:
     if not assigned:
         return rows
     pending = Notice.objects.filter(sent_at__isnull=True, kind=NoticeKind.NEW_WORK,
-                                    recipient__in={email for email, _ in assigned}).exclude(delivery=Notice.EVENT)
+                                    recipient__in={email for email, _ in assigned}).exclude(delivery__in=Notice.FANNED_OUT)
     stale = [row.pk for row in pending.only("pk", "recipient", "about")
              if (row.recipient, row.about[0]["workItem"]) in assigned]
     if stale:

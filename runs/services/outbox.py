@@ -63,7 +63,7 @@ def _take(now: dt.datetime) -> tuple[dict[str, list[Notice]], bool]:
     """The mails of a batch ({recipient: rows}, the rows left out already marked), and whether
     there may be more due rows after it."""
     with transaction.atomic():
-        due = Notice.objects.filter(sent_at__isnull=True, send_after__lte=now).exclude(delivery=Notice.EVENT)
+        due = Notice.objects.filter(sent_at__isnull=True, send_after__lte=now).exclude(delivery__in=Notice.FANNED_OUT)
         first = locks.due_notices(due.order_by("send_after", "id"), BATCH)
         if not first:
             return {}, False

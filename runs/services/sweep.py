@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from kernel import audit, clock, observe, sql
 from kernel.models import EventKind, Organization
 from kernel.organizations import organization_by_id
+from webhooks.services import events as webhook_events
 
 from ..models import UNFINISHED, StepState, StepStatus, Upload, organization_of_upload_path
 from . import locks, outbox, stored_files
@@ -145,13 +146,16 @@ def sweep_dues(now: dt.datetime) -> tuple[int, list[OverdueNotice]]:
                 .order_by("due_at"), BATCH)
             if crossed:
                 StepState.objects.filter(pk__in=[s.pk for s in crossed]).update(due_notified_at=now)
-                audit.write([audit.event(EventKind.OVERDUE, organization_id=s.organization_id, actor=audit.SERVER,
-                                         at=now, run_id=s.run_id, step_id=s.step_id,
-                                         data={"due": clock.iso(s.due_at), "test": s.run.mode == "test"})
-                             for s in crossed])
+                events = [audit.event(EventKind.OVERDUE, organization_id=s.organization_id, actor=audit.SERVER,
+                                      at=now, run_id=s.run_id, step_id=s.step_id,
+                                      data={"due": clock.iso(s.due_at), "test": s.run.mode == "test"})
+                          for s in crossed]
+                audit.write(events)
                 live = [s for s in crossed if s.run.mode != "test"]  # a test run is marked, never notified
                 batch = overdue_notices(live)
-                outbox.queue(messages_for(batch, now))  # in the crossing's transaction: never lost
+                hooks = [row for s, event in zip(crossed, events, strict=True)
+                         for row in webhook_events.rows_for(s.run, [event], now)]
+                outbox.queue(messages_for(batch, now) + hooks)  # in the crossing's transaction: never lost
                 notices += batch
         crossings += len(crossed)
         if len(crossed) < BATCH:
