@@ -23,6 +23,7 @@ urlpatterns = [
     path("files/<str:upload_id>", file_download, name="file-download"),
     path("accounts/login/", accounts.sign_in, name="login"),
     path("accounts/password_reset/", accounts.password_reset, name="password_reset"),
+    path("", include("sso.urls")),  # /accounts/oidc/<provider>/login/ and …/callback/ (issue 25)
     path("accounts/", include("django.contrib.auth.urls")),
     # OAuth 2.1 (issue 7): /o/authorize/, /o/token/, /o/revoke_token/ and the /.well-known/ documents.
     path("", include(oauth.urlpatterns)),

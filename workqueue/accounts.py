@@ -14,6 +14,7 @@ from django.contrib.auth.forms import PasswordResetForm
 from django.shortcuts import render
 
 from kernel import throttle
+from sso import providers
 
 
 class EmailBackend(ModelBackend):
@@ -50,7 +51,13 @@ def _throttled_page(request, template: str, context: dict, error: throttle.Throt
 
 class SignInView(auth_views.LoginView):
     """Sign-in failures are counted per (account, address), per account and per address
-    (throttle.SIGN_IN); the owner from an address that has not failed is never refused."""
+    (throttle.SIGN_IN); the owner from an address that has not failed is never refused.
+    The identity providers' buttons come first (sso/providers.py)."""
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context.update(providers=providers.configured(), password_login=settings.PASSWORD_LOGIN)
+        return context
 
     def post(self, request, *args, **kwargs):
         account = request.POST.get("username", "").strip()
