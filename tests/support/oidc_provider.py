@@ -65,6 +65,8 @@ def _configure(port: int, folder: Path, redirect_uri: str, post_logout_uri: str)
             "context_processors": ["django.template.context_processors.request"]}}],
         PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
         LOGIN_URL="/login/", DEFAULT_AUTO_FIELD="django.db.models.AutoField",
+        # Cookies are per host, not per port: these must not overwrite the relying party's on 127.0.0.1.
+        SESSION_COOKIE_NAME="idp_sessionid", CSRF_COOKIE_NAME="idp_csrftoken",
         OAUTH2_PROVIDER={
             "OIDC_ENABLED": True, "OIDC_RSA_PRIVATE_KEY": (folder / "key.pem").read_text(),
             "OIDC_ISS_ENDPOINT": issuer, "OIDC_RP_INITIATED_LOGOUT_ENABLED": True,
@@ -250,7 +252,7 @@ def through_provider(authorize_url: str, username: str, password: str) -> str:
         browser.get(login_url, timeout=10)
         next_url = parse_qs(urlsplit(login_url).query)["next"][0]
         answer = browser.post(login_url, data={"username": username, "password": password, "next": next_url,
-                                               "csrfmiddlewaretoken": browser.cookies["csrftoken"]},
+                                               "csrfmiddlewaretoken": browser.cookies["idp_csrftoken"]},
                               headers={"Referer": login_url}, allow_redirects=False, timeout=10)
         assert answer.status_code == 302, f"the provider refused {username}'s password"
         answer = browser.get(urljoin(login_url, answer.headers["Location"]), allow_redirects=False, timeout=10)
