@@ -4,8 +4,9 @@
   matches an existing account, unless the provider marks it verified (`email_verified`) and the
   provider's `link_verified_email` allows linking.
 - Created on first sign-in when the provider's `create_users` is on; refused otherwise.
-- Groups from the provider's groups claim, through its group map, replaced on every sign-in; the
-  operator flag from its operator group when one is named. Each change is an audit event whose
+- Groups from the provider's groups claim, through its group map, replaced on every sign-in (left
+  to admins when the token carries no such claim); only groups that exist in the organization are
+  given. The operator flag from its operator group when one is named. Each change is an audit event whose
   actor is the provider (kernel/people.py writes them).
 
 The protocol (state, PKCE, nonce, signature, issuer, audience, expiry) was checked before this is
@@ -46,11 +47,12 @@ def _source(provider: Provider) -> dict:
     return {"kind": "oidc", "provider": provider.name, "issuer": provider.issuer}
 
 
-def provider_groups(provider: Provider, claims: dict) -> list[str]:
-    """The provider's groups claim as a list of names (a single string counts as one group)."""
+def provider_groups(provider: Provider, claims: dict) -> list[str] | None:
+    """The provider's groups claim as a list of names (a single string counts as one group); None
+    when the token carries no such claim (Google's carry none): groups are then left to admins."""
     value = claims.get(provider.groups_claim)
     if value is None:
-        return []
+        return None
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):
@@ -90,8 +92,8 @@ def sign_in(provider: Provider, claims: dict):
     user, account = _linked_user(provider, subject, claims, organization)
     email = normalized_email(str(claims.get("email") or ""))
     names = {"first_name": str(claims.get("given_name") or "")[:150], "last_name": str(claims.get("family_name") or "")[:150]}
-    wanted = provider.groups_here(provider_groups(provider, claims))
-    groups = list(organization_groups(organization).filter(name__in=wanted))
+    theirs = provider_groups(provider, claims)
+    groups = list(organization_groups(organization).filter(name__in=provider.groups_here(theirs or [])))
     actor, source = provider_actor(provider), _source(provider)
     now = clock.now()
     if user is None:
@@ -105,7 +107,7 @@ def sign_in(provider: Provider, claims: dict):
             raise Refused("email_taken", f"An account with the email address {email} already exists here, and "
                                          f"{provider.name} has not signed it in before. Ask your administrator "
                                          "to link the two.")
-        operator = bool(provider.operator_group) and provider.operator_group in provider_groups(provider, claims)
+        operator = bool(provider.operator_group) and provider.operator_group in (theirs or [])
         try:
             user = add_person(organization=organization, email=email, groups=groups, operator=operator,
                               actor=actor, source=source, **names)
@@ -120,7 +122,9 @@ def sign_in(provider: Provider, claims: dict):
         if not user.is_active:
             raise Refused("deactivated", "Your account here is switched off. If you still work here, ask your "
                                          "administrator to switch it on again.")
-        operator = (provider.operator_group in provider_groups(provider, claims) if provider.operator_group
+        if theirs is None:  # no groups claim: what admins set stays
+            groups = list(organization_groups(organization).filter(user=user))
+        operator = (provider.operator_group in theirs if provider.operator_group and theirs is not None
                     else user.groups.filter(pk=organization.operators_id).exists())
         change_person(member=member, groups=groups, operator=operator, actor=actor, source=source,
                       first_name=names["first_name"] or user.first_name, last_name=names["last_name"] or user.last_name)

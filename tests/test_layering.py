@@ -31,7 +31,7 @@ TRANSPORT_MODULES = re.compile(
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
 KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|sso)$|^(runs|processes|sso)\.(apps|models|ids|migrations)(\.|$)")
 SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)"
-                             r"|^sso\.(providers|signin|leavers)(\.|$)")
+                             r"|^sso\.(providers|signin|passwords|leavers)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")

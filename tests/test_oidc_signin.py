@@ -18,6 +18,7 @@ from kernel.organizations import organization_group
 from sso import oidc
 from sso.models import ProviderAccount
 from sso.providers import by_slug
+from tests.support import readme_settings
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, ProviderProcess, free_port, through_provider
 
 BASE = "http://127.0.0.1:8000"  # PUBLIC_BASE_URL of the test client's requests
@@ -45,17 +46,11 @@ def idp(tmp_path_factory):
         yield provider
 
 
-def configure(settings, provider: ProviderProcess, **extra):
+def configure(settings, provider: ProviderProcess):
+    """README's settings block, with this provider's address and client."""
     settings.PUBLIC_BASE_URL = BASE
-    settings.OIDC_ISSUER = provider.issuer
-    settings.OIDC_CLIENT_ID = CLIENT_ID
-    settings.OIDC_CLIENT_SECRET = CLIENT_SECRET
-    settings.OIDC_NAME = "Test IdP"
-    settings.OIDC_CREATE_USERS = True
-    settings.OIDC_GROUP_MAP = "idp-approvers=approvers,idp-finance=finance"
-    settings.OIDC_OPERATOR_GROUP = "idp-admins"
-    for name, value in extra.items():
-        setattr(settings, name, value)
+    readme_settings.apply(settings, "oidc", OIDC_ISSUER=provider.issuer, OIDC_CLIENT_ID=CLIENT_ID,
+                          OIDC_CLIENT_SECRET=CLIENT_SECRET)
 
 
 @pytest.fixture
@@ -224,3 +219,29 @@ def test_a_key_rotation_at_the_provider_is_followed_without_a_restart(client, se
     assert first_kid != second_kid
     assert provider.log_path.read_text().count("GET /o/.well-known/jwks.json") == 2  # fetched again once
     assert get_user_model().objects.count() == 1
+
+
+def test_a_token_without_the_groups_claim_leaves_the_groups_admins_set(client, signed_in_setup, org):
+    signed_in_setup.write_directory({**PEOPLE, "ada": {key: value for key, value in PEOPLE["ada"].items()
+                                                       if key != "groups"}})
+    try:
+        back_here(client, through_provider(begin(client), "ada", PASSWORD))
+        user = get_user_model().objects.get()
+        assert list(user.groups.all()) == []
+        user.groups.add(organization_group(org, "finance"))  # an admin gives her a group
+        client.post("/accounts/logout/")
+        back_here(client, through_provider(begin(client), "ada", PASSWORD))
+    finally:
+        signed_in_setup.write_directory(PEOPLE)
+    assert list(user.groups.values_list("name", flat=True)) == ["finance"]
+    assert not AuditEvent.objects.filter(kind=EventKind.PERSON_CHANGED).exists()
+
+
+def test_readme_names_every_setting_it_documents_for_sign_in():
+    from tests.support.readme_settings import README
+
+    configuration = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    for name in ("PASSWORD_LOGIN", "BREAK_GLASS_ACCOUNTS", "OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET",
+                 "OIDC_SCOPES", "OIDC_NAME", "OIDC_PROVIDERS", "OIDC_CREATE_USERS", "OIDC_LINK_VERIFIED_EMAIL",
+                 "OIDC_GROUPS_CLAIM", "OIDC_GROUP_MAP", "OIDC_OPERATOR_GROUP", "OIDC_TIMEOUT"):
+        assert f"`{name}`" in configuration, name

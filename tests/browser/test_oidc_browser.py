@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from kernel.models import AuditEvent, EventKind
 from kernel.organizations import organization_group
 from runs.models import WorkItem
+from tests.support import readme_settings
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, ProviderProcess, free_port
 
 from .conftest import screenshot
@@ -27,14 +28,9 @@ def idp(server, settings, tmp_path):
     provider = ProviderProcess(tmp_path, free_port(), f"{server}/accounts/oidc/oidc/callback/",
                                f"{server}/accounts/login/")
     provider.write_directory({"ada": ADA})
-    # The settings block of README "Sign-in for people" (the test runs it with these values).
-    settings.OIDC_ISSUER = provider.issuer
-    settings.OIDC_CLIENT_ID = CLIENT_ID
-    settings.OIDC_CLIENT_SECRET = CLIENT_SECRET
-    settings.OIDC_NAME = "Test IdP"
-    settings.OIDC_CREATE_USERS = True
-    settings.OIDC_GROUP_MAP = "idp-approvers=approvers,idp-finance=finance"
-    settings.OIDC_OPERATOR_GROUP = "idp-admins"
+    # The settings block of README "Sign-in for people", with this provider's address and client.
+    readme_settings.apply(settings, "oidc", OIDC_ISSUER=provider.issuer, OIDC_CLIENT_ID=CLIENT_ID,
+                          OIDC_CLIENT_SECRET=CLIENT_SECRET)
     with provider.running():
         yield provider
 

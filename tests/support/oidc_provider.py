@@ -116,7 +116,7 @@ def _validator_class():
             person = _directory().get(request.user.username, {})
             return {"email": person.get("email", ""), "email_verified": True,
                     "given_name": person.get("given_name", ""), "family_name": person.get("family_name", ""),
-                    "groups": person.get("groups", [])}
+                    **({"groups": person["groups"]} if "groups" in person else {})}
 
         def finalize_id_token(self, id_token, token, token_handler, request):
             misbehave = _directory().get(request.user.username, {}).get("misbehave")
