@@ -74,11 +74,14 @@ def _flag(value, name: str) -> bool:
     raise ImproperlyConfigured(f"OIDC_PROVIDERS: {name} is true or false, not {value!r}")
 
 
-def _provider(entry: dict, *, slug: str, organization: str) -> Provider:
+def _provider(entry: dict, *, slug: str, organization: str, single: bool = False) -> Provider:
     unknown = sorted(set(entry) - KEYS)
     if unknown:
         raise ImproperlyConfigured(f"OIDC_PROVIDERS: unknown keys {', '.join(unknown)} (known: {', '.join(sorted(KEYS))})")
     missing = [key for key in ("issuer", "client_id") if not str(entry.get(key) or "").strip()]
+    if missing and single:
+        raise ImproperlyConfigured("OIDC_ISSUER is set without OIDC_CLIENT_ID (the client id the provider gave "
+                                   "this server)")
     if missing:
         raise ImproperlyConfigured(f"OIDC_PROVIDERS: the provider {entry.get('name') or slug!r} needs "
                                    f"{' and '.join(missing)}")
@@ -117,7 +120,7 @@ def configured() -> list[Provider]:
     if settings.OIDC_ISSUER:
         return [_provider({"issuer": settings.OIDC_ISSUER, "client_id": settings.OIDC_CLIENT_ID,
                            "client_secret": settings.OIDC_CLIENT_SECRET}, slug=DEFAULT_SLUG,
-                          organization=DEFAULT_ORGANIZATION_SLUG)]
+                          organization=DEFAULT_ORGANIZATION_SLUG, single=True)]
     return []
 
 

@@ -4,12 +4,13 @@ saying what happened and what to do, with status 403, and signs nobody in."""
 
 import logging
 
-from django.contrib.auth import login
+from django.conf import settings
+from django.contrib.auth import login, logout
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from . import oidc, providers
 from .signin import Refused, sign_in
@@ -67,3 +68,19 @@ def callback(request, slug: str):
     request.session[PROVIDER] = provider.slug
     request.session[ID_TOKEN] = id_token
     return HttpResponseRedirect(_safe_next(request, target))
+
+
+@never_cache
+@require_POST
+def sign_out(request):
+    """Log out here (the session ends), then, for a person a provider signed in, at the provider too
+    when its discovery document names an end_session_endpoint (RP-initiated logout with the ID
+    token as hint); it sends the person back to the sign-in page. Back-channel logout is not
+    offered: Authlib has no receiver for it."""
+    provider = providers.by_slug(request.session.get(PROVIDER, ""))
+    id_token = request.session.get(ID_TOKEN, "")
+    logout(request)
+    if provider is not None and id_token:
+        if (target := oidc.logout_url(provider, id_token)) is not None:
+            return HttpResponseRedirect(target)
+    return HttpResponseRedirect(settings.LOGOUT_REDIRECT_URL)

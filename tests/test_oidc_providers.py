@@ -40,6 +40,17 @@ def test_a_malformed_provider_setting_says_what_is_wrong(settings, value, proble
         providers.configured()
 
 
+def test_a_malformed_setting_stops_the_server_at_start():
+    import subprocess
+    import sys
+
+    env = {"PATH": "/usr/bin:/bin", "CACHE_URL": "locmem", "OIDC_ISSUER": "https://login.example.com"}
+    started = subprocess.run([sys.executable, "manage.py", "check"], env=env, capture_output=True, text=True,
+                             cwd=readme_settings.README.parent, timeout=120)
+    assert started.returncode != 0
+    assert "OIDC_ISSUER is set without OIDC_CLIENT_ID" in started.stderr
+
+
 def test_a_provider_signs_people_into_its_own_organization_only(settings, db, make_person):
     readme_settings.apply(settings, "oidc-providers", OIDC_CREATE_USERS=True)
     subsidiary = get_or_create_organization("subsidiary")

@@ -122,7 +122,10 @@ def test_a_person_is_created_with_the_mapped_groups_then_matched_by_sub(client, 
     signed_in_setup.write_directory({**PEOPLE, "ada": {**PEOPLE["ada"], "email": "ada.l@example.com",
                                                        "groups": ["idp-finance", "idp-admins"]}})
     try:
-        client.post("/accounts/logout/")
+        logout = client.post("/accounts/logout/")  # here, then at the provider (RP-initiated logout)
+        assert logout["Location"].startswith(f"{signed_in_setup.issuer}/logout/?id_token_hint=ey")
+        assert "post_logout_redirect_uri=http%3A%2F%2F127.0.0.1%3A8000%2Faccounts%2Flogin%2F" in logout["Location"]
+        assert "_auth_user_id" not in client.session
         back_here(client, through_provider(begin(client), "ada", PASSWORD))
     finally:
         signed_in_setup.write_directory(PEOPLE)

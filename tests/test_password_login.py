@@ -56,6 +56,9 @@ def test_a_session_a_password_opened_ends_when_passwords_are_switched_off(client
     make_person("mira@example.com", password=PASSWORD)
     assert client.post("/accounts/login/", {"username": "mira@example.com", "password": PASSWORD}).status_code == 302
     assert client.get("/").status_code == 200
+    readme_settings.apply(settings, "oidc")  # a provider, who did not sign her in
+    assert client.post("/accounts/logout/")["Location"] == "/accounts/login/"
+    assert client.post("/accounts/login/", {"username": "mira@example.com", "password": PASSWORD}).status_code == 302
     settings.PASSWORD_LOGIN = False
     assert client.get("/").status_code == 302
 

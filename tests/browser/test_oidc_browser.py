@@ -35,13 +35,12 @@ def idp(server, settings, tmp_path):
         yield provider
 
 
-def through_the_button(page, server, *, at_provider=True):
+def through_the_button(page, server):
     page.goto(f"{server}/accounts/login/")
     page.get_by_role("link", name="Sign in with Test IdP").click()
-    if at_provider:
-        page.get_by_label("Username").fill("ada")
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in at the provider").click()
+    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in at the provider").click()
     page.wait_for_url(f"{server}/")
 
 
@@ -72,9 +71,10 @@ def test_a_person_signs_in_through_the_provider_decides_their_groups_work_and_fo
     # At the provider, Ada leaves the approvers for finance; new approvals no longer reach her.
     agent.ok("start_run", process="quick-approval", inputs={"vendorName": "Globex", "amount": 200})
     idp.write_directory({"ada": {**ADA, "groups": ["idp-finance"]}})
-    page.get_by_role("button", name="Log out").click()
-    page.wait_for_url(re.compile(r"/accounts/login/"))
-    through_the_button(page, server, at_provider=False)  # still signed in at the provider
+    page.get_by_role("button", name="Log out").click()  # here and at the provider (RP-initiated logout)
+    page.wait_for_url(re.compile(rf"^{re.escape(server)}/accounts/login/\?state="))
+    assert "GET /o/logout/?id_token_hint=" in idp.log_path.read_text()
+    through_the_button(page, server)  # the provider asks for the password again: its session ended too
     assert sorted(ada.groups.values_list("name", flat=True)) == ["finance"]
     changed = AuditEvent.objects.get(kind=EventKind.PERSON_CHANGED)
     assert changed.actor == "identity provider Test IdP"
