@@ -306,6 +306,9 @@ OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
 OIDC_GROUP_MAP = env.str("OIDC_GROUP_MAP", default="")
 # Members of this provider group are the organization's operators; unset, admins decide.
 OIDC_OPERATOR_GROUP = env.str("OIDC_OPERATOR_GROUP", default="")
+# manage.py deactivate_leavers: people a provider signed in who have not signed in for this many
+# days are deactivated (0: only with --days).
+OIDC_DEACTIVATE_AFTER_DAYS = env.float("OIDC_DEACTIVATE_AFTER_DAYS", default=0.0)
 # Calls to the provider (discovery, keys, token) give up after this many seconds.
 OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
 # Django's, with the email address read without case (people's addresses are stored lower-cased);

@@ -29,9 +29,10 @@ TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
     r"|^sso\.(oidc|backends|scim)(\.|$)"
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
-KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|sso)$|^(runs|processes|sso)\.(apps|models|ids|migrations)(\.|$)")
+KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|sso)$|^(runs|processes|sso)\.(apps|models|ids|migrations)(\.|$)"
+                            r"|^sso\.providers$")
 SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)"
-                             r"|^sso\.(providers|signin|passwords|leavers)(\.|$)")
+                             r"|^sso\.(signin|passwords|leavers)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")
