@@ -14,7 +14,7 @@ from runs.models import WorkItem
 from tests.support import readme_settings
 from tests.support.oidc_provider import CLIENT_ID, CLIENT_SECRET, ProviderProcess, free_port
 
-from .conftest import screenshot
+from .conftest import horizontal_overflow, screenshot
 from .test_inbox_browser import QUICK_APPROVAL
 
 pytestmark = pytest.mark.browser
@@ -80,3 +80,28 @@ def test_a_person_signs_in_through_the_provider_decides_their_groups_work_and_fo
     assert changed.actor == "identity provider Test IdP"
     assert (changed.data["groupsBefore"], changed.data["groups"]) == (["approvers"], ["finance"])
     assert page.locator("tr.inbox-row").count() == 0
+
+
+def test_the_providers_only_login_page_and_a_refusal_read_well_on_a_phone(server, settings, new_page):
+    readme_settings.apply(settings, "oidc")
+    readme_settings.apply(settings, "password-off")
+    page = new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{server}/accounts/login/")
+    button = page.get_by_role("link", name="Sign in with Test IdP")
+    assert button.is_visible() and page.locator("input[type=password]").count() == 0
+    reached = []
+    for _ in range(5):  # skip link, brand, then the button: reachable by keyboard
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("document.activeElement.textContent.trim()"))
+    assert "Sign in with Test IdP" in reached, reached
+    assert horizontal_overflow(page) == 0
+    screenshot(page, "oidc-login-phone")
+
+    page.goto(f"{server}/accounts/oidc/oidc/callback/?code=stolen&state=forged")
+    assert page.get_by_role("heading", name="You were not signed in").is_visible()
+    assert "This sign-in was not started in this browser" in page.get_by_role("alert").inner_text()
+    assert horizontal_overflow(page) == 0
+    screenshot(page, "oidc-refused-phone")
+    page.get_by_role("link", name="Back to sign-in").click()
+    page.wait_for_url(f"{server}/accounts/login/")
