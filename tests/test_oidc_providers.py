@@ -83,3 +83,18 @@ def test_a_deactivated_person_is_refused(settings, db, make_person):
     with pytest.raises(Refused) as refused:
         sign_in(provider, {"sub": "s-1", "email": "ada@example.com", "groups": []})
     assert refused.value.code == "deactivated"
+
+
+def test_an_unreachable_provider_an_error_from_it_and_an_unknown_slug_are_pages_not_500s(client, settings, db):
+    from tests.support.oidc_provider import free_port
+
+    readme_settings.apply(settings, "oidc", OIDC_ISSUER=f"http://127.0.0.1:{free_port()}/o", OIDC_TIMEOUT=2.0)
+    answer = client.get("/accounts/oidc/oidc/login/")
+    assert answer.status_code == 403
+    assert "<code>provider_unreachable</code>" in answer.content.decode()
+    assert "Test IdP could not be reached just now." in answer.content.decode()
+    answer = client.get("/accounts/oidc/oidc/callback/?error=access_denied&state=whatever")
+    assert answer.status_code == 403
+    assert "Test IdP did not sign you in (access_denied)." in answer.content.decode()
+    assert client.get("/accounts/oidc/nobody/login/").status_code == 404
+    assert client.post("/accounts/oidc/oidc/login/").status_code == 405
