@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "workqueue",
     "filestore",  # FILE_STORAGE=database: files' bytes in the database
     "webhooks",  # signed webhooks to other systems (issue 28)
+    "sso",  # people sign in with the organization's identity provider (issue 25; README "Sign-in for people")
 ]
 
 MIDDLEWARE = [
@@ -280,8 +281,40 @@ STORAGES = {
 }
 
 LOGIN_URL = "/accounts/login/"
-# Django's, with the email address read without case (people's addresses are stored lower-cased).
-AUTHENTICATION_BACKENDS = ["workqueue.accounts.EmailBackend"]
+# --- sign-in for people (issue 25; README "Sign-in for people") ----------------------------------
+# Passwords kept here: off, the login page shows only the identity providers' buttons, the reset
+# pages answer 404 and a password POST is refused; only BREAK_GLASS_ACCOUNTS (usernames of
+# createsuperuser accounts) may still sign in with a password, at /admin/login/, each use audited.
+PASSWORD_LOGIN = env.bool("PASSWORD_LOGIN", default=True)
+BREAK_GLASS_ACCOUNTS = env.list("BREAK_GLASS_ACCOUNTS", default=[])
+# OpenID Connect (sso/providers.py reads these): one provider from OIDC_ISSUER (discovery at
+# <issuer>/.well-known/openid-configuration) into the default organization, or several from
+# OIDC_PROVIDERS, a JSON list of {"name", "slug", "issuer", "client_id", "client_secret", "scopes",
+# "organization", and any of the settings below in lower case without OIDC_}.
+OIDC_ISSUER = env.str("OIDC_ISSUER", default="").rstrip("/")
+OIDC_CLIENT_ID = env.str("OIDC_CLIENT_ID", default="")
+OIDC_CLIENT_SECRET = env.str("OIDC_CLIENT_SECRET", default="")
+OIDC_SCOPES = env.str("OIDC_SCOPES", default="openid email profile")
+OIDC_NAME = env.str("OIDC_NAME", default="single sign-on")
+OIDC_PROVIDERS = env.json("OIDC_PROVIDERS", default=[])
+# A person seen for the first time is created (else refused until an admin adds them).
+OIDC_CREATE_USERS = env.bool("OIDC_CREATE_USERS", default=False)
+# An existing account is linked by its email address only when the provider marks the address
+# verified (email_verified) and this is on; otherwise only the stored `sub` matches.
+OIDC_LINK_VERIFIED_EMAIL = env.bool("OIDC_LINK_VERIFIED_EMAIL", default=False)
+OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", default="groups")
+# idp-group=our-group,…; unset, a provider group gives the group of the same name here.
+OIDC_GROUP_MAP = env.str("OIDC_GROUP_MAP", default="")
+# Members of this provider group are the organization's operators; unset, admins decide.
+OIDC_OPERATOR_GROUP = env.str("OIDC_OPERATOR_GROUP", default="")
+# manage.py deactivate_leavers: people a provider signed in who have not signed in for this many
+# days are deactivated (0: only with --days).
+OIDC_DEACTIVATE_AFTER_DAYS = env.float("OIDC_DEACTIVATE_AFTER_DAYS", default=0.0)
+# Calls to the provider (discovery, keys, token) give up after this many seconds.
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
+# Django's, with the email address read without case (people's addresses are stored lower-cased);
+# sso's signs in people their identity provider vouched for (it never checks a password).
+AUTHENTICATION_BACKENDS = ["workqueue.accounts.EmailBackend", "sso.backends.ProviderBackend"]
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 

@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from api import oauth
 from api.rest import ToolView
 from runs.views import file_download
+from sso import views as sso_views
 from workqueue import accounts
 
 # Swagger UI adds <style> elements as it draws; on this page only (no user content on it),
@@ -22,7 +23,15 @@ urlpatterns = [
     path("api/v1/docs/", api_docs, name="openapi-docs"),
     path("files/<str:upload_id>", file_download, name="file-download"),
     path("accounts/login/", accounts.sign_in, name="login"),
+    # Password pages answer 404 with PASSWORD_LOGIN off (issue 25): each named before Django's own.
     path("accounts/password_reset/", accounts.password_reset, name="password_reset"),
+    path("accounts/password_reset/done/", accounts.password_reset_done, name="password_reset_done"),
+    path("accounts/reset/<uidb64>/<token>/", accounts.password_reset_confirm, name="password_reset_confirm"),
+    path("accounts/reset/done/", accounts.password_reset_complete, name="password_reset_complete"),
+    path("accounts/password_change/", accounts.password_change, name="password_change"),
+    path("accounts/password_change/done/", accounts.password_change_done, name="password_change_done"),
+    path("accounts/logout/", sso_views.sign_out, name="logout"),  # and at the identity provider (issue 25)
+    path("", include("sso.urls")),  # /accounts/oidc/<provider>/login/ and …/callback/ (issue 25)
     path("accounts/", include("django.contrib.auth.urls")),
     # OAuth 2.1 (issue 7): /o/authorize/, /o/token/, /o/revoke_token/ and the /.well-known/ documents.
     path("", include(oauth.urlpatterns)),

@@ -187,6 +187,8 @@ class EventKind(models.TextChoices):
     FIELD_PRESENTATION = "field_presentation", "How a field is shown"
     ORGANIZATION_BACKED_UP = "organization_backed_up", "Organization backed up"
     ORGANIZATION_RESTORED = "organization_restored", "Organization restored from a backup"
+    BREAK_GLASS_SIGN_IN = "break_glass_sign_in", "Signed in with a break-glass password"
+    PERSON_DEACTIVATED = "person_deactivated", "Person deactivated"
 
 
 class AuditEvent(models.Model):

@@ -36,11 +36,13 @@ def duplicate_email_message(email: str) -> str:
 
 @transaction.atomic
 def add_person(*, organization: Organization, email: str, first_name: str = "", last_name: str = "",
-               groups: list[Group] = (), operator: bool = False, added_by=None):
+               groups: list[Group] = (), operator: bool = False, added_by=None, actor: audit.Actor | None = None,
+               source: dict | None = None):
     """Create a person who can sign in once they set a password (none is set: the invitation's link
     sets it). Refuses an email address that is not valid or already taken (stored lower-cased), a
     name with hidden characters, and another organization's group. Recorded in the audit log with
-    who added them (`added_by`, an admin user; else the command line)."""
+    who added them (`added_by`, an admin user; `actor`, e.g. an identity provider, with its
+    `source` in the event's data; else the command line)."""
     issues = (email_issues(email) + display_name_issues("first name", first_name)
               + display_name_issues("last name", last_name))
     if issues:
@@ -57,9 +59,16 @@ def add_person(*, organization: Organization, email: str, first_name: str = "", 
     Member.objects.create(user=user, organization=organization)
     user.groups.add(*groups, *([organization.operators] if operator else []))
     audit.record(EventKind.PERSON_ADDED, organization_id=organization.id,
-                 actor=audit.Actor.admin(added_by) if added_by is not None else audit.COMMAND_LINE, at=clock.now(),
-                 data={"email": email, "groups": sorted(group.name for group in groups), "operator": operator})
+                 actor=_actor(added_by, actor), at=clock.now(),
+                 data={"email": email, "groups": sorted(group.name for group in groups), "operator": operator,
+                       **({"source": source} if source else {})})
     return user
+
+
+def _actor(admin_user, actor: audit.Actor | None) -> audit.Actor:
+    if actor is not None:
+        return actor
+    return audit.Actor.admin(admin_user) if admin_user is not None else audit.COMMAND_LINE
 
 
 def organization_groups(organization: Organization):
@@ -69,7 +78,7 @@ def organization_groups(organization: Organization):
 
 @transaction.atomic
 def change_person(*, member: Member, groups: list[Group], operator: bool, first_name: str, last_name: str,
-                  changed_by=None) -> bool:
+                  changed_by=None, actor: audit.Actor | None = None, source: dict | None = None) -> bool:
     """Set a person's name, their groups of their organization and their operator flag; groups of
     no organization or another one are refused and left as they are. Who decides changes here, so
     a change is recorded in the audit log with the groups before and after. True when something
@@ -92,10 +101,10 @@ def change_person(*, member: Member, groups: list[Group], operator: bool, first_
         user.save(update_fields=["first_name", "last_name"])
     if before == after and was_operator == operator:
         return named
-    audit.record(EventKind.PERSON_CHANGED, organization_id=organization.id,
-                 actor=audit.Actor.admin(changed_by) if changed_by is not None else audit.COMMAND_LINE,
+    audit.record(EventKind.PERSON_CHANGED, organization_id=organization.id, actor=_actor(changed_by, actor),
                  at=clock.now(), data={"email": user.email, "groups": after, "groupsBefore": before,
-                                       "operator": operator, "operatorBefore": was_operator})
+                                       "operator": operator, "operatorBefore": was_operator,
+                                       **({"source": source} if source else {})})
     return True
 
 

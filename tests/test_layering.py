@@ -23,13 +23,16 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue", "webhooks")
+PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue", "webhooks", "sso")
 LAYERS = ("kernel", "services", "tools", "transports", "project")
 TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
+    r"|^sso\.(oidc|backends|scim)(\.|$)"
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
-KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks)$|^(runs|processes|webhooks)\.(apps|models|ids|migrations)(\.|$)")
-SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)|^webhooks\.(services|selectors)(\.|$)")
+KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks|sso)$"
+                            r"|^(runs|processes|webhooks|sso)\.(apps|models|ids|migrations)(\.|$)|^sso\.providers$")
+SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)"
+                             r"|^webhooks\.(services|selectors)(\.|$)|^sso\.(signin|passwords|leavers)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")

@@ -11,14 +11,18 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import PasswordResetForm
+from django.http import Http404
 from django.shortcuts import render
 
 from kernel import throttle
+from sso import passwords, providers
 
 
 class EmailBackend(ModelBackend):
     """Sign in with the email address in any case: addresses are stored lower-cased
-    (kernel/identity_names.py), and an account made before that keeps the case it was given."""
+    (kernel/identity_names.py), and an account made before that keeps the case it was given.
+    With PASSWORD_LOGIN off, passwords work only for break-glass accounts (sso/passwords.py), each
+    use audited, and sessions a password opened before end at their next request."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if username is not None:
@@ -26,7 +30,28 @@ class EmailBackend(ModelBackend):
                          .values_list("username", flat=True)[:2])
             if len(found) == 1:
                 username = found[0]
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is None or passwords.on():
+            return user
+        if not passwords.break_glass(user):
+            return None
+        passwords.record_break_glass(user, throttle.address_of(request) if request is not None else "")
+        return user
+
+    def get_user(self, user_id):
+        user = super().get_user(user_id)
+        return user if user is not None and passwords.may_use_password(user) else None
+
+
+def password_pages(view):
+    """Reset and change pages exist only while passwords are used here (PASSWORD_LOGIN)."""
+
+    def page(request, *args, **kwargs):
+        if not passwords.on():
+            raise Http404("password sign-in is switched off")
+        return view(request, *args, **kwargs)
+
+    return page
 
 
 class PublicLinkResetForm(PasswordResetForm):
@@ -50,9 +75,20 @@ def _throttled_page(request, template: str, context: dict, error: throttle.Throt
 
 class SignInView(auth_views.LoginView):
     """Sign-in failures are counted per (account, address), per account and per address
-    (throttle.SIGN_IN); the owner from an address that has not failed is never refused."""
+    (throttle.SIGN_IN); the owner from an address that has not failed is never refused.
+    The identity providers' buttons come first (sso/providers.py)."""
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context.update(providers=providers.configured(), password_login=settings.PASSWORD_LOGIN)
+        return context
 
     def post(self, request, *args, **kwargs):
+        if not passwords.on():
+            names = " or ".join(provider.name for provider in providers.configured()) or "your identity provider"
+            context = self.get_context_data(form=self.get_form())
+            context["refused"] = f"Passwords are not used here. Sign in with {names}."
+            return render(request, self.template_name, context, status=403)
         account = request.POST.get("username", "").strip()
         address = throttle.address_of(request)
         try:
@@ -83,4 +119,9 @@ class PasswordResetView(auth_views.PasswordResetView):
 
 
 sign_in = SignInView.as_view()
-password_reset = PasswordResetView.as_view()
+password_reset = password_pages(PasswordResetView.as_view())
+password_reset_done = password_pages(auth_views.PasswordResetDoneView.as_view())
+password_reset_confirm = password_pages(auth_views.PasswordResetConfirmView.as_view())
+password_reset_complete = password_pages(auth_views.PasswordResetCompleteView.as_view())
+password_change = password_pages(auth_views.PasswordChangeView.as_view())
+password_change_done = password_pages(auth_views.PasswordChangeDoneView.as_view())

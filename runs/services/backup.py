@@ -51,6 +51,7 @@ from kernel.models import (
     AuditEvent,
 )
 from processes.models import FieldPresentation, Process, ProcessDraft, ProcessVersion
+from sso.models import ProviderAccount
 
 from ..models import Event, IdempotencyRecord, InboxVisit, Notice, Run, SavedView, StepState, Upload, WorkItem
 
@@ -61,7 +62,7 @@ MANIFEST_HASH = "manifest.json.sha256"
 FILES = "files/"
 ROWS = "rows/"
 # The apps whose tables an archive holds: a restore needs exactly their migrations applied.
-MIGRATION_APPS = ("auth", "contenttypes", "agentprocess", "processes", "runs")
+MIGRATION_APPS = ("auth", "contenttypes", "agentprocess", "processes", "runs", "sso")
 SUFFIXES = {".tar": "", ".gz": "gz", ".tgz": "gz"}
 CHUNK = 1 << 20
 ROWS_PER_FETCH = 2000
@@ -124,6 +125,9 @@ def tables() -> list[Table]:
         Table(Organization, lambda organization: Organization.objects.filter(pk=organization.pk)),
         Table(OrganizationGroup, _owned(OrganizationGroup)),
         Table(Member, _owned(Member)),
+        # Who each identity provider's `sub` is here: without it a restored person signing in through
+        # their provider would be refused as an unlinked address (sso/signin.py).
+        Table(ProviderAccount, _owned(ProviderAccount)),
         Table(Agent, _owned(Agent)),
         Table(NoticePreference, _owned(NoticePreference)),
         Table(PageSettings, _owned(PageSettings)),
