@@ -245,7 +245,9 @@ STATICFILES_FINDERS = [
 
 def _static_headers(headers, path, url):
     """The evidence viewer runs in a sandboxed frame (an opaque origin): the modules it loads from
-    here (PDF.js and its own) must allow any origin to read them. They are public files."""
+    here (PDF.js and its own) must allow any origin to read them. They are public files. (WhiteNoise
+    allows every origin by default; this keeps them readable if WHITENOISE_ALLOW_ALL_ORIGINS is
+    turned off, and the browser tests' live server applies the same function.)"""
     if url.startswith(f"/{STATIC_URL}pdfjs/") or url.startswith(f"/{STATIC_URL}workqueue/pdf-viewer"):
         headers["Access-Control-Allow-Origin"] = "*"
 

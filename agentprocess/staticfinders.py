@@ -48,7 +48,7 @@ class PdfjsFinder(BaseFinder):
     def find(self, path, find_all=False, **kwargs):
         prefix = PREFIX + "/"
         if not path.startswith(prefix) or path[len(prefix):] not in served_files():
-            return [] if find_all else None
+            return []
         found = str(pdfjs_root() / path[len(prefix):])
         return [found] if find_all else found
 
