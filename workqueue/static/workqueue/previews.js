@@ -44,7 +44,8 @@
       entry.article.dataset.pdfPage = String(message.page);
     }
     if (message.shown) {
-      entry.article.dataset.pdfShownAt = String(message.at);
+      // This page's clock (from the navigation's start): what bench/previews.py reads.
+      entry.article.dataset.pdfShownAt = String(performance.now());
       entry.article.dataset.pdfShown = "";
     }
     if (message.key === "[" || message.key === "]") moveBetweenFiles(message.key === "]" ? 1 : -1);
