@@ -10,6 +10,7 @@ web worker gone. Answers are cached by the organization and the file's SHA-256 (
 content), the unavailable ones too.
 """
 
+import functools
 import json
 import re
 import subprocess
@@ -104,12 +105,20 @@ def previews_for(organization, refs: list[str], run_id: str) -> list[Preview]:
 
 def read(upload: Upload, kind: str) -> dict:
     """{"ok": True, ...what the preview shows} or {"ok": False, "reason": ...}, cached by hash."""
+    if kind == "pdf" and not viewer_installed():  # not cached: an `npm ci` later turns it on
+        return {"ok": False, "reason": "the PDF viewer is not installed on this server (npm ci); download it"}
     key = f"preview:{CACHE_VERSION}:{upload.organization_id}:{upload.sha256}:{kind}"
     found = cache.get(key)
     if found is None:
         found = _read(upload, kind)
         cache.set(key, found, CACHE_SECONDS)
     return found
+
+
+@functools.cache
+def viewer_installed() -> bool:
+    """PDF.js is in node_modules (`npm ci`), where agentprocess/staticfinders.py serves it from."""
+    return (Path(settings.BASE_DIR) / "node_modules" / "pdfjs-dist" / "build" / "pdf.min.mjs").is_file()
 
 
 def _read(upload: Upload, kind: str) -> dict:
