@@ -124,6 +124,17 @@ def test_a_work_item_shows_its_pdf_picture_csv_and_xlsx_inline(server, new_page,
     assert preview_box["x"] + preview_box["width"] <= decision_box["x"]
     assert preview_box["x"] + preview_box["width"] <= output_box["x"]
 
+    # ] and [ move between the files previewed (never while typing in a field).
+    page.locator("#previews-title").click()
+    page.keyboard.press("]")
+    assert page.evaluate("document.activeElement.dataset.preview") == "pdf"
+    page.keyboard.press("]")
+    assert page.evaluate("document.activeElement.dataset.preview") == "image"
+    page.keyboard.press("[")
+    assert page.evaluate("document.activeElement.dataset.preview") == "pdf"
+    page.locator("#note").fill("checked [total]")
+    assert page.locator("#note").input_value() == "checked [total]"
+
     violations = axe_violations(page, axe_source)
     blocking = [v for v in violations if v["impact"] in BLOCKING]
     assert not blocking, describe("work item with previews", blocking)
