@@ -238,6 +238,23 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True  # serve app static files without collectstatic in development
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "agentprocess.staticfinders.PdfjsFinder",  # /static/pdfjs/: PDF.js from node_modules (`npm ci`)
+]
+
+
+def _static_headers(headers, path, url):
+    """The evidence viewer runs in a sandboxed frame (an opaque origin): the modules it loads from
+    here (PDF.js and its own) must allow any origin to read them. They are public files. (WhiteNoise
+    allows every origin by default; this keeps them readable if WHITENOISE_ALLOW_ALL_ORIGINS is
+    turned off, and the browser tests' live server applies the same function.)"""
+    if url.startswith(f"/{STATIC_URL}pdfjs/") or url.startswith(f"/{STATIC_URL}workqueue/pdf-viewer"):
+        headers["Access-Control-Allow-Origin"] = "*"
+
+
+WHITENOISE_ADD_HEADERS_FUNCTION = _static_headers
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
 
 # --- where uploaded files' bytes live: FILE_STORAGE names one of FILE_STORAGES (README "Files on several hosts")

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from api import oauth
 from api.rest import ToolView
-from runs.views import file_download
+from runs.views import file_download, pdf_viewer
 from sso import views as sso_views
 from workqueue import accounts
 
@@ -22,6 +22,7 @@ urlpatterns = [
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="openapi-schema"),
     path("api/v1/docs/", api_docs, name="openapi-docs"),
     path("files/<str:upload_id>", file_download, name="file-download"),
+    path("files/viewer/pdf", pdf_viewer, name="pdf-viewer"),
     path("accounts/login/", accounts.sign_in, name="login"),
     # Password pages answer 404 with PASSWORD_LOGIN off (issue 25): each named before Django's own.
     path("accounts/password_reset/", accounts.password_reset, name="password_reset"),

@@ -272,10 +272,10 @@ def server_kind() -> str:
 
 
 def start_server(*, workers: int, env: dict, log_name: str = "server",
-                 app: str = "agentprocess.asgi:application") -> Server:
+                 app: str = "agentprocess.asgi:application", port: int | None = None) -> Server:
     """`uvicorn agentprocess.asgi:application --workers N` on a free loopback port, as deployed
     (README "Deploying"), access log off (--log-level warning as `./dev run`)."""
-    port = free_port()
+    port = port or free_port()
     log_path = ROOT / "var" / f"bench-{log_name}.log"
     log_path.parent.mkdir(exist_ok=True)
     log = log_path.open("wb")

@@ -43,6 +43,7 @@ PAGE_READS = {
     "runs.services.saved_views.views_of",
     "runs.services.queue.members_who_may_hold",
     "runs.services.notifications.choices_of",
+    "runs.services.previews.previews_for",  # what the evidence looks like inline (reads; caches by hash)
 }
 KERNEL_WRITES = {"kernel.identity.issue_personal_token", "kernel.identity.revoke_personal_token",
                  "kernel.identity.revoke_token", "kernel.page_settings.set_time_zone", "kernel.audit.record",

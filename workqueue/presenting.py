@@ -13,6 +13,7 @@ from kernel.states import UNFINISHED
 from processes.fields import field_type, is_number
 from processes.maps import humanize
 from processes.presentation import NO_FACTS, FieldFacts, Presentation, business_key, field_label  # noqa: F401 (business_key: the pages' name for it)
+from processes.rendering import render_markdown
 from runs.presenters import sent_back
 
 RECORD_KEYS = ("output", "evidence", "summary", "next", "reason", "decision", "note", "check", "by", "at")
@@ -229,6 +230,29 @@ def file_refs(view: dict) -> set[str]:
     return refs
 
 
+def preview_refs(view: dict, step_id: str | None = None, candidate: dict | None = None) -> list[str]:
+    """The files a page previews, most relevant first: the evidence of the step under decision
+    (its held submission, its current completion), then the current completions of the other steps,
+    latest in the process first, then run inputs that name an upload (an id the organization's
+    uploads are looked up by; anything else is left out there)."""
+    steps = view["data"]["steps"]
+    order = [row["id"] for row in view["steps"]]
+    if step_id in order:
+        order.remove(step_id)
+        order.append(step_id)
+    completions = [candidate] if isinstance(candidate, dict) else []
+    completions += [steps.get(name) for name in reversed(order)]
+    refs = []
+    for completion in completions:
+        for item in (completion.get("evidence") or [] if isinstance(completion, dict) else []):
+            if isinstance(item, dict) and item.get("kind") == "file" and isinstance(item.get("ref"), str):
+                refs.append(item["ref"])
+    for value in (view["data"].get("inputs") or {}).values():
+        if isinstance(value, str) and value.startswith("f_") and len(value) <= 24:
+            refs.append(value)
+    return list(dict.fromkeys(refs))
+
+
 def item_name(step_id: str, key: str) -> str:
     """What people call a work item: its step in words and its run's business key."""
     return f"{humanize(step_id)} – {key}" if key else humanize(step_id)
@@ -353,3 +377,11 @@ def note_hint(required: list[str], optional: list[str]) -> str:
     if optional:
         parts.append("optional when " + " or ".join(NOTE_VERBS[d] for d in optional))
     return "; ".join(parts)
+
+
+def with_markdown(previews: list) -> list:
+    """Previews of Markdown files carry their text rendered and sanitized (processes/rendering.py)."""
+    for preview in previews:
+        if preview.kind == "markdown" and preview.available:
+            preview.html = render_markdown(preview.data.get("text", ""), under_heading=3)
+    return previews

@@ -62,6 +62,20 @@ def sha256_of(name: str, storage: Storage = default_storage, copy_to: IO[bytes] 
     return digest.hexdigest()
 
 
+def read_start(name: str, limit: int) -> bytes | None:
+    """At most `limit` bytes from the start of the stored file (a preview's reading); None when
+    they cannot be read."""
+    try:
+        with default_storage.open(name, "rb") as handle:
+            pieces, left = [], limit
+            while left > 0 and (piece := handle.read(min(left, HASH_READ_BYTES))):
+                pieces.append(piece)
+                left -= len(piece)
+            return b"".join(pieces)
+    except OSError:
+        return None
+
+
 def presigned_url(name: str, *, file_name: str, content_type: str) -> str | None:
     """With FILE_STORAGE=s3 and S3_PRESIGNED_URLS on: a short-lived URL of the bucket that serves
     the bytes itself, as a download named `file_name` (attachment: the bucket cannot send our

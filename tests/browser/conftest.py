@@ -57,6 +57,29 @@ def _fresh_definitions():
     definition._cache.clear()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _static_headers_as_deployed():
+    """The live server serves static files through Django's StaticFilesHandler, not WhiteNoise's
+    middleware: give its answers the headers WhiteNoise adds in deployments (the same function,
+    WHITENOISE_ADD_HEADERS_FUNCTION: the PDF viewer's modules readable from its sandboxed frame)."""
+    from django.conf import settings
+    from django.contrib.staticfiles.handlers import StaticFilesHandler
+
+    plain = StaticFilesHandler.serve
+
+    def serve(self, request):
+        response = plain(self, request)
+        headers = {}
+        settings.WHITENOISE_ADD_HEADERS_FUNCTION(headers, "", request.path)
+        for name, value in headers.items():
+            response[name] = value
+        return response
+
+    StaticFilesHandler.serve = serve
+    yield
+    StaticFilesHandler.serve = plain
+
+
 @pytest.fixture
 def server(live_server, transactional_db, settings):
     """The live server's base URL; file links in run data point at it."""

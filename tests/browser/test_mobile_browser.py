@@ -71,10 +71,15 @@ def test_on_a_phone_the_evidence_and_inputs_come_before_the_decision(server, new
     assert top("#instructions-title") < top("#inputs-title") < top("#earlier-title") < decision
     assert top('[data-step-panel="screen"] .evidence-list') < decision  # the agent's report
 
-    # On a desktop the decision sits beside them, in the wide column, under the instructions.
+    # The agent's report is previewed (issue 26): on a phone above the decision; on a desktop the
+    # preview sits at the left, and the inputs, the agent's output and the decision beside it.
+    assert top("#previews-title") < decision
     page.set_viewport_size({"width": 1280, "height": 900})
     assert top("#instructions-title") < top("#decide-title")
-    assert page.locator("#decide-title").bounding_box()["x"] < page.locator("#inputs-title").bounding_box()["x"]
+    assert top("#earlier-title") < top("#decide-title")
+    preview = page.locator("#previews").bounding_box()
+    for beside in ("#decide-title", "#inputs-title", "#earlier-title"):
+        assert preview["x"] + preview["width"] <= page.locator(beside).bounding_box()["x"], beside
 
 
 WIDE = """---

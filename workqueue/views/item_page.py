@@ -16,6 +16,7 @@ from runs.models import WorkItemState
 from runs.presenters import decisions_for, sent_back
 from runs.selectors import file_facts, is_assigned
 from runs.services.decisions import note_rule
+from runs.services.previews import previews_for
 from runs.services.queue import members_who_may_hold
 from runs.visibility import can_see
 
@@ -59,6 +60,7 @@ def render_item(request, identity, item, view, form, *, banner=None, request_id=
         item.refresh_from_db()
     step_rows = {row["id"]: row for row in view["steps"]}
     definition, presentation = definition_for(item.run.version_id), presentation_for(item.run.version_id)
+    candidate = ((shown or {}).get("escalation") or {}).get("candidate")
     context = {
         "item": item,
         "shown": shown,
@@ -88,6 +90,8 @@ def render_item(request, identity, item, view, form, *, banner=None, request_id=
         "removed": item.state == WorkItemState.REMOVED,
         "files": file_facts(identity.organization, presenting.file_refs(view)),
         "business_key": presenting.business_key(view["data"]["inputs"], definition.inputs),
+        "previews": presenting.with_markdown(previews_for(
+            identity.organization, presenting.preview_refs(view, item.step_id, candidate), item.run_id)),
         **(kept or {}),
     }
     return render(request, "workqueue/work_item.html", context, status=status)

@@ -17,6 +17,7 @@ from processes.selectors import version_id as published_version_id
 from runs.models import ENDED_STATES, RunState
 from runs.presenters import run_list_entry
 from runs.selectors import file_facts, recent_input_rows, runs_list
+from runs.services.previews import previews_for
 
 from .. import activity, presenting
 from ..forms import OFFSETS, Issues, apply_edit, build_widgets, read_widgets, value_from_text
@@ -96,6 +97,8 @@ def run_detail(request, identity, run_id: str):
         "is_operator": identity.is_operator,
         "files": file_facts(identity.organization, presenting.file_refs(view)),
         "business_key": presenting.business_key(view["data"]["inputs"], definition.inputs),
+        "previews": presenting.with_markdown(previews_for(identity.organization, presenting.preview_refs(view),
+                                                          run["id"])),
     })
 
 
