@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "processes",
     "runs",
     "workqueue",
+    "insight",  # process insight: dashboards, the heatmap, alerts (issue 27)
     "filestore",  # FILE_STORAGE=database: files' bytes in the database
 ]
 

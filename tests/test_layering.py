@@ -23,13 +23,13 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue")
+PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue", "insight")
 LAYERS = ("kernel", "services", "tools", "transports", "project")
 TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
-    r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
-KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^runs$|^(runs|processes)\.(apps|models|ids|migrations)(\.|$)")
-SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)")
+    r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)|^insight\.pages(\.|$)")
+KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|insight)$|^(runs|processes|insight)\.(apps|models|ids|migrations)(\.|$)")
+SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)|^insight\.(figures|filters|alerts|heatmap)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")

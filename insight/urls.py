@@ -1,0 +1,8 @@
+from django.urls import path
+
+from . import views
+
+app_name = "insight"
+urlpatterns = [
+    path("insight/<str:name>/", views.dashboard, name="dashboard"),
+]
