@@ -6,6 +6,7 @@ version  a version number, or all (default)
 mode     live (default) or test
 q        business-key search: text in the run's inputs, or its id
 by       day or week (the timeline's buckets; default day up to 31 days, else week)
+heat     the heatmap's figure: wait (default), work, overdue, rework or count
 """
 
 import datetime as dt
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 PERIODS = (7, 30, 90)
 MAX_DAYS = 366
 MODES = ("live", "test")
+HEAT_FIGURES = ("wait", "work", "overdue", "rework", "count")
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Filters:
     mode: str = "live"
     q: str = ""
     by: str = "day"
+    heat: str = "wait"
 
     def query(self) -> dict:
         """The filters as URL parameters (links, the CSV, the JSON's echo)."""
@@ -37,6 +40,8 @@ class Filters:
         if self.q:
             out["q"] = self.q
         out["by"] = self.by
+        if self.heat != "wait":
+            out["heat"] = self.heat
         return out
 
 
@@ -97,7 +102,10 @@ def parse(params, now: dt.datetime) -> Filters:
     by = get("by")
     if by and by not in ("day", "week"):
         issues.append("by: day or week")
+    heat = get("heat") or "wait"
+    if heat not in HEAT_FIGURES:
+        issues.append(f"heat: one of {', '.join(HEAT_FIGURES)}")
     if issues:
         raise BadFilter(issues)
     by = by or ("day" if (until - since).days <= 31 else "week")
-    return Filters(since=since, until=until, days=days, version=version, mode=mode, q=q, by=by)
+    return Filters(since=since, until=until, days=days, version=version, mode=mode, q=q, by=by, heat=heat)

@@ -10,7 +10,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from kernel import clock
 from workqueue.views.plumbing import person_view
 
-from . import figures
+from . import figures, pages
 from .filters import BadFilter, parse
 
 
@@ -23,6 +23,11 @@ def _scope(request, identity, name):
 
 
 @person_view
+def index(request, identity):
+    return pages.index_page(request, identity)
+
+
+@person_view
 def dashboard(request, identity, name: str):
     fmt = request.GET.get("format", "html")
     if fmt not in ("html", "json", "csv"):
@@ -31,8 +36,7 @@ def dashboard(request, identity, name: str):
         scope = _scope(request, identity, name)
     except BadFilter as bad:
         if fmt == "html":
-            from .pages import bad_filters
-            return bad_filters(request, identity, name, bad.issues)
+            return pages.bad_filters(request, identity, name, bad.issues)
         return JsonResponse({"ok": False, "issues": bad.issues}, status=400)
     data = figures.dashboard(scope)
     if fmt == "json":
@@ -41,8 +45,7 @@ def dashboard(request, identity, name: str):
         response = HttpResponse(csv_text(data), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="insight-{scope.process.name}.csv"'
         return response
-    from .pages import dashboard_page
-    return dashboard_page(request, identity, scope, data)
+    return pages.dashboard_page(request, identity, scope, data)
 
 
 def csv_rows(data: dict):

@@ -152,7 +152,7 @@ def test_every_figure_of_a_known_history(history):
     data = figures_of("ops@example.com", **{"from": "2026-10-01", "to": "2026-10-07"})
     assert data["process"] == "checked-vendor"
     assert data["filters"] == {"from": "2026-10-01T00:00:00Z", "to": "2026-10-08T00:00:00Z", "version": None,
-                               "mode": "live", "q": "", "by": "day"}
+                               "mode": "live", "q": "", "by": "day", "heat": "wait"}
     zero = {"started": 0, "ended": 0, "cancelled": 0, "failed": 0}
     assert data["timeline"] == [
         {"from": "2026-10-01", **zero}, {"from": "2026-10-02", **zero}, {"from": "2026-10-03", **zero},
@@ -239,3 +239,18 @@ def test_the_csv_has_the_same_figures(history):
     assert "step,approve,overdueRate,0.4" in lines
     assert "step,check_vendor,waited p90 seconds,7200" in lines
     assert "end to end,all,median seconds,28800" in lines
+
+
+def test_the_heatmap_colours_each_step_by_the_chosen_figure(history):
+    assert figures_of("ops@example.com", period="7")["heatmap"] == {"figure": "wait", "steps": {
+        "check_vendor": {"value": H, "level": 4, "text": "1 h"}, "approve": {"value": H, "level": 4, "text": "1 h"}}}
+    assert figures_of("ops@example.com", period="7", heat="work")["heatmap"]["steps"] == {
+        "check_vendor": {"value": 2 * H, "level": 4, "text": "2 h"},
+        "approve": {"value": 600, "level": 0, "text": "10 min"}}
+    assert figures_of("ops@example.com", period="7", heat="overdue")["heatmap"]["steps"] == {
+        "check_vendor": {"value": 0.0, "level": 0, "text": "0 %"},
+        "approve": {"value": 0.4, "level": 4, "text": "40 %"}}
+    assert figures_of("ops@example.com", period="7", heat="rework")["heatmap"]["steps"]["approve"] == {
+        "value": 0.2, "level": 4, "text": "20 %"}
+    assert figures_of("ops@example.com", period="7", heat="count")["heatmap"]["steps"] == {
+        "check_vendor": {"value": 6, "level": 4, "text": "6"}, "approve": {"value": 5, "level": 4, "text": "5"}}

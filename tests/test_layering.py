@@ -27,9 +27,9 @@ PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "
 LAYERS = ("kernel", "services", "tools", "transports", "project")
 TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
-    r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)|^insight\.pages(\.|$)")
+    r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)|^insight\.(pages|charts)(\.|$)")
 KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|insight)$|^(runs|processes|insight)\.(apps|models|ids|migrations)(\.|$)")
-SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)|^insight\.(figures|filters|alerts|heatmap)(\.|$)")
+SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)|^insight\.(figures|filters|alerts|heatmap|words)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")
