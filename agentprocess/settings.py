@@ -347,6 +347,11 @@ CELERY_BEAT_SCHEDULE = {
     # Walks the upload storage, so hourly: an orphan is only removed once an hour old anyway.
     "sweep-orphan-files": {"task": "runs.tasks.sweep_orphan_files", "schedule": 3600, "options": {"expires": 3600}},
 }
+# Process insight's alert rules (issue 27): evaluated once a minute by default; each evaluation
+# reads the rule's figures in a few aggregate statements.
+ALERT_SWEEP_SECONDS = env.float("ALERT_SWEEP_SECONDS", default=60.0)
+CELERY_BEAT_SCHEDULE["sweep-alerts"] = {"task": "insight.tasks.sweep_alerts", "schedule": ALERT_SWEEP_SECONDS,
+                                        "options": {"expires": ALERT_SWEEP_SECONDS}}
 
 # --- check-1 evaluator (OpenAI-compatible chat completions); unset = no check profile ----
 CHECK_EVALUATOR_URL = env.str("CHECK_EVALUATOR_URL", default="")

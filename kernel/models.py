@@ -187,6 +187,10 @@ class EventKind(models.TextChoices):
     FIELD_PRESENTATION = "field_presentation", "How a field is shown"
     ORGANIZATION_BACKED_UP = "organization_backed_up", "Organization backed up"
     ORGANIZATION_RESTORED = "organization_restored", "Organization restored from a backup"
+    ALERT_RULE_SET = "alert_rule_set", "Alert rule set"
+    ALERT_RULE_REMOVED = "alert_rule_removed", "Alert rule removed"
+    ALERT_FIRED = "alert_fired", "Alert started"
+    ALERT_CLEARED = "alert_cleared", "Alert cleared"
 
 
 class AuditEvent(models.Model):
@@ -222,6 +226,7 @@ class NoticeKind(models.TextChoices):
     RETURNED = "returned", "Work returned to me for rework"
     ESCALATION = "escalation", "An escalation waiting (operators)"
     OVERDUE = "overdue", "Overdue items"
+    ALERT = "alert", "A process alert starting or clearing (operators)"
 
 
 class Delivery(models.TextChoices):
