@@ -11,7 +11,7 @@ from django.utils.safestring import mark_safe
 from kernel import clock
 from processes.maps import humanize
 
-from . import charts, figures, heatmap
+from . import alerts, charts, figures, heatmap
 from .words import duration, percent
 
 SPARK_DAYS = 30
@@ -87,6 +87,13 @@ def dashboard_page(request, identity, scope, data):
         "heat_rows": [(titles.get(step, step), cell["text"]) for step, cell in cells.items()],
         "csv_link": _link(name, query, format="csv"), "json_link": _link(name, query, format="json"),
         "sees_all_names": identity.is_operator,
+        "may_set_alerts": identity.is_operator,
+        "alert_rules": [{"id": rule.pk, "says": alerts.describe(rule), "firing": rule.firing,
+                         "changed_at": rule.changed_at, "now": alerts.shown(rule.figure, rule.value)
+                         if rule.evaluated_at else "not checked yet"}
+                        for rule in alerts.rules_of(identity.organization, name)],
+        "alert_figures": [(key, figure.label, figure.unit) for key, figure in alerts.FIGURES.items()],
+        "alert_windows": alerts.WINDOWS,
     }
     return render(request, "insight/dashboard.html", context)
 

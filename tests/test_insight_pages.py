@@ -68,3 +68,40 @@ def test_signed_out_people_are_sent_to_sign_in(db):
 
     response = Client().get("/insight/checked-vendor/", {"format": "json"})
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_an_operator_sets_and_removes_an_alert_on_the_dashboard(history):
+    from insight.models import AlertRule
+    from kernel.models import AuditEvent
+
+    client = signed_in("ops@example.com")
+    refused = client.post("/insight/checked-vendor/alerts", {"figure": "median_wait", "step": "", "threshold": "x",
+                                                             "days": "7"}, follow=True)
+    assert "The alert was not set: step: required for this figure; threshold: a number, 0 or more" in \
+        refused.content.decode()
+    assert not AlertRule.objects.exists()
+    response = client.post("/insight/checked-vendor/alerts", {"figure": "median_wait", "step": "approve",
+                                                              "threshold": "1,5", "days": "30"})
+    assert response.status_code == 302 and response["Location"] == "/insight/checked-vendor/#h-alerts"
+    rule = AlertRule.objects.get()
+    assert (rule.figure, rule.step_id, rule.threshold, rule.days, rule.created_by) == (
+        "median_wait", "approve", 5400.0, 30, "ops@example.com")
+    client.post("/insight/checked-vendor/alerts", {"figure": "rework_rate", "step": "approve", "threshold": "25",
+                                                   "days": "7"})
+    assert AlertRule.objects.get(figure="rework_rate").threshold == 0.25
+    page = client.get("/insight/checked-vendor/").content.decode()
+    section = page.split('id="h-alerts"')[1].split("</section>")[0]
+    assert "Median wait in approve above 1 h 30 min over 30 days. Now: not checked yet" in section
+    assert "Rework rate in approve above 25 % over 7 days" in section
+    # A person of the process sees the rules but may not set or remove one.
+    fin = signed_in("fin2@example.com")
+    section = fin.get("/insight/checked-vendor/").content.decode().split('id="h-alerts"')[1]
+    assert "Median wait in approve above 1 h 30 min" in section and "Set the alert" not in section
+    assert fin.post("/insight/checked-vendor/alerts", {"figure": "overdue", "threshold": "1",
+                                                       "days": "7"}).status_code == 403
+    assert fin.post(f"/insight/checked-vendor/alerts/{rule.pk}/remove").status_code == 403
+    assert client.post(f"/insight/checked-vendor/alerts/{rule.pk}/remove").status_code == 302
+    assert list(AlertRule.objects.values_list("figure", flat=True)) == ["rework_rate"]
+    assert list(AuditEvent.objects.filter(kind__startswith="alert_rule").order_by("id").values_list("kind", flat=True)) == [
+        "alert_rule_set", "alert_rule_set", "alert_rule_removed"]
+    assert client.get("/insight/checked-vendor/alerts").status_code == 405

@@ -19,6 +19,13 @@ PAGES = {"insight-list": "/insight/", "insight-dashboard": "/insight/checked-ven
 
 @pytest.mark.parametrize("who", ["ops@example.com", "fin2@example.com"])
 def test_the_dashboard_is_accessible_and_fits_a_phone(server, new_page, history, axe_source, who):
+    from insight import alerts
+    from kernel import clock
+
+    for figure, step, threshold in (("median_wait", "approve", 1800), ("rework_rate", "approve", 0.5)):
+        alerts.set_rule(identity=history["ops"].identity, process="checked-vendor", figure=figure, step=step,
+                        threshold=threshold, days=7, now=clock.now())
+    assert alerts.sweep(clock.now()) == (1, 0)  # the wait in approve is above 30 min; the rework rate is not
     page = new_page()
     sign_in(page, server, who, PASSWORD)
     found, overflowing = {}, {}
@@ -42,3 +49,4 @@ def test_the_dashboard_is_accessible_and_fits_a_phone(server, new_page, history,
     assert not overflowing, overflowing
     assert page.locator("svg.chart-timeline title").first.text_content() == "Runs started and finished"
     assert page.locator("figure.map svg .node.heat-4").count() == 2
+    assert page.locator(".alert-rule.is-firing").count() == 1
