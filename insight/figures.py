@@ -180,12 +180,14 @@ def version_numbers(process: Process) -> list[int]:
 
 # --- percentiles ---------------------------------------------------------------------------------
 
-def percentiles(values_sql: str, params: list, keys: int) -> dict[tuple, dict]:
+def percentiles(values_sql: str, params: list, keys: int, with_sql: str = "") -> dict[tuple, dict]:
     """key -> {n, p50, p90} of `values_sql`, which selects `keys` key columns k1..kN and a value v
-    (NULL values are left out). Nearest rank, computed in SQL: at most two rows per key come back."""
+    (NULL values are left out; a value of 0 on every row makes `n` a count). Nearest rank, computed
+    in SQL: at most two rows per key come back. `with_sql`: a WITH clause the values read (its
+    parameters first in `params`)."""
     key_columns = ", ".join(f"k{i}" for i in range(1, keys + 1))
     statement = (
-        f"SELECT {key_columns}, n, rn, v FROM ("
+        f"{with_sql}SELECT {key_columns}, n, rn, v FROM ("
         f"SELECT {key_columns}, v, ROW_NUMBER() OVER (PARTITION BY {key_columns} ORDER BY v) AS rn, "
         f"COUNT(*) OVER (PARTITION BY {key_columns}) AS n FROM ({values_sql}) values_ WHERE v IS NOT NULL"
         f") ranked WHERE rn = (n + 1) / 2 OR rn = (9 * n + 9) / 10")
@@ -283,16 +285,40 @@ def _attempts_sql(scope: Scope) -> tuple[str, list]:
     return statement, [scope.identity.organization.id, *params, *steps, _at(f.since), _at(f.until)]
 
 
-def steps(scope: Scope) -> list[dict]:
+def attempt_figures(scope: Scope) -> dict[tuple, dict]:
+    """Everything computed from the attempts, in one statement (the attempts are numbered once, a
+    WITH the database materializes): (key, item, figure) -> {n, p50, p90} for
+    ("step", step, "n" | "waited" | "worked") and (side, who, "n" | "worked" | "took") with side
+    agent or person and who a name, OTHER_PEOPLE, or "*" for the whole side; "n" counts."""
+    attempts, params = _attempts_sql(scope)
+    named = _named_people(scope.identity)
+    if named is None:
+        who, who_params = "actor", []
+    elif named:
+        who = f"CASE WHEN actor_kind = 'agent' OR LOWER(actor) IN ({', '.join(['%s'] * len(named))}) " \
+              f"THEN actor ELSE '{OTHER_PEOPLE}' END"
+        who_params = list(named)
+    else:
+        who, who_params = f"CASE WHEN actor_kind = 'agent' THEN actor ELSE '{OTHER_PEOPLE}' END", []
+    side = "CASE WHEN actor_kind = 'agent' THEN 'agent' ELSE 'person' END"
+    with_sql = (f"WITH a AS ({attempts}), d AS (SELECT {side} AS side, {who} AS who, worked, took FROM a "
+                f"WHERE done_at IS NOT NULL) ")
+    values = " UNION ALL ".join([
+        "SELECT 'step' AS k1, step_id AS k2, 'n' AS k3, 0 AS v FROM a",
+        "SELECT 'step', step_id, 'waited', waited FROM a",
+        "SELECT 'step', step_id, 'worked', worked FROM a",
+        "SELECT side, who, 'n', 0 FROM d", "SELECT side, who, 'worked', worked FROM d",
+        "SELECT side, who, 'took', took FROM d", "SELECT side, '*', 'n', 0 FROM d",
+        "SELECT side, '*', 'worked', worked FROM d", "SELECT side, '*', 'took', took FROM d"])
+    return percentiles(values, params + who_params, keys=3, with_sql=with_sql)
+
+
+def steps(scope: Scope, computed: dict | None = None) -> list[dict]:
     """Per working step: attempts, waited and worked (median, p90), overdue, rework, escalations,
     lease expiries, and for a checked step the check's pass / unsure / fail."""
-    attempts, params = _attempts_sql(scope)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT step_id, COUNT(*) FROM ({attempts}) attempts GROUP BY step_id", params)
-        counts = {step: int(n) for step, n in cursor.fetchall()}
-    times = percentiles(
-        f"SELECT step_id AS k1, 'waited' AS k2, waited AS v FROM ({attempts}) w "
-        f"UNION ALL SELECT step_id, 'worked', worked FROM ({attempts}) x", params + params, keys=2)
+    computed = attempt_figures(scope) if computed is None else computed
+    counts = {k2: entry["n"] for (k1, k2, k3), entry in computed.items() if k1 == "step" and k3 == "n"}
+    times = {(k2, k3): entry for (k1, k2, k3), entry in computed.items() if k1 == "step"}
     events = _step_events(scope)
     out = []
     for step_id, kind, checked in scope.steps:
@@ -359,33 +385,13 @@ def _named_people(identity) -> list[str] | None:
     return sorted({email.lower() for email in users.values_list("email", flat=True)} | {identity.email.lower()})
 
 
-def workers(scope: Scope) -> dict:
+def workers(scope: Scope, computed: dict | None = None) -> dict:
     """Completions (an attempt's last submission or decision) in the period by agents and by people,
     per agent and per person, with the median worked time and the median time from ready to done.
     People outside the viewer's groups are one row, "other people", unless the viewer is an operator."""
-    attempts, params = _attempts_sql(scope)
-    named = _named_people(scope.identity)
-    if named is None:
-        who = "actor"
-        who_params: list = []
-    elif named:
-        who = f"CASE WHEN actor_kind = 'agent' OR LOWER(actor) IN ({', '.join(['%s'] * len(named))}) " \
-              f"THEN actor ELSE '{OTHER_PEOPLE}' END"
-        who_params = list(named)
-    else:
-        who = f"CASE WHEN actor_kind = 'agent' THEN actor ELSE '{OTHER_PEOPLE}' END"
-        who_params = []
-    side = "CASE WHEN actor_kind = 'agent' THEN 'agent' ELSE 'person' END"
-    done = f"SELECT {side} AS side, {who} AS who, worked, took FROM ({attempts}) a WHERE done_at IS NOT NULL"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT side, who, COUNT(*) FROM ({done}) d GROUP BY side, who", who_params + params)
-        counts = {(side, who): int(n) for side, who, n in cursor.fetchall()}
-    times = percentiles(
-        f"SELECT side AS k1, who AS k2, 'worked' AS k3, worked AS v FROM ({done}) w "
-        f"UNION ALL SELECT side, who, 'took', took FROM ({done}) t "
-        f"UNION ALL SELECT side, '*', 'worked', worked FROM ({done}) sw "
-        f"UNION ALL SELECT side, '*', 'took', took FROM ({done}) st",
-        (who_params + params) * 4, keys=3)
+    times = attempt_figures(scope) if computed is None else computed
+    counts = {(side, who): entry["n"] for (side, who, what), entry in times.items()
+              if side in ("agent", "person") and what == "n" and who != "*"}
 
     def figures(side, who, n):
         return {"completions": n, "medianWorked": times.get((side, who, "worked"), {}).get("p50"),
@@ -438,7 +444,8 @@ def _iso(moment: dt.datetime) -> str:
 def dashboard(scope: Scope) -> dict:
     """Every figure of the dashboard, as the JSON gives it."""
     f = scope.filters
-    per_step = steps(scope)
+    computed = attempt_figures(scope)
+    per_step = steps(scope, computed)
     return {
         "process": scope.process.name,
         "filters": {"from": _iso(f.since), "to": _iso(f.until), "version": f.version, "mode": f.mode,
@@ -447,6 +454,6 @@ def dashboard(scope: Scope) -> dict:
         "openByStep": open_by_step(scope),
         "steps": per_step,
         "heatmap": {"figure": f.heat, "steps": heatmap.cells(per_step, f.heat)},
-        "workers": workers(scope),
+        "workers": workers(scope, computed),
         "endToEnd": end_to_end(scope),
     }
