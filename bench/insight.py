@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common  # noqa: E402
+from bench.inbox import measure  # noqa: E402 (one timed GET loop for the pages' benchmarks)
 
 PAGES = {"json 90 days": "/insight/bench-insight/?period=90&format=json",
          "page 90 days": "/insight/bench-insight/?period=90",
@@ -99,24 +100,6 @@ def clone_events(template_run_id: str, run_ids: list[str], offsets: list[dt.time
         fixtures._copy(AuditEvent, rows)
         made += len(rows)
     return made
-
-
-def measure(client, url: str, requests: int) -> tuple[list[float], int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    for _ in range(2):
-        response = client.get(url)
-        if response.status_code != 200:
-            raise SystemExit(f"GET {url} answered {response.status_code}")
-    values = []
-    for _ in range(requests):
-        started = time.perf_counter()
-        client.get(url)
-        values.append(time.perf_counter() - started)
-    with CaptureQueriesContext(connection) as captured:
-        client.get(url)
-    return values, len(captured.captured_queries)
 
 
 def main(argv=None) -> None:
