@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "processes",
     "runs",
     "workqueue",
+    "insight",  # process insight: dashboards, the heatmap, alerts (issue 27)
     "filestore",  # FILE_STORAGE=database: files' bytes in the database
     "webhooks",  # signed webhooks to other systems (issue 28)
     "sso",  # people sign in with the organization's identity provider (issue 25; README "Sign-in for people")
@@ -420,6 +421,11 @@ CELERY_BEAT_SCHEDULE = {
     "webhooks-log": {"task": "webhooks.tasks.forget_old", "schedule": 3600, "options": {"expires": 3600}},
     "sweep-orphan-files": {"task": "runs.tasks.sweep_orphan_files", "schedule": 3600, "options": {"expires": 3600}},
 }
+# Process insight's alert rules (issue 27): evaluated once a minute by default; each evaluation
+# reads the rule's figures in a few aggregate statements.
+ALERT_SWEEP_SECONDS = env.float("ALERT_SWEEP_SECONDS", default=60.0)
+CELERY_BEAT_SCHEDULE["sweep-alerts"] = {"task": "insight.tasks.sweep_alerts", "schedule": ALERT_SWEEP_SECONDS,
+                                        "options": {"expires": ALERT_SWEEP_SECONDS}}
 
 # --- check-1 evaluator (OpenAI-compatible chat completions); unset = no check profile ----
 CHECK_EVALUATOR_URL = env.str("CHECK_EVALUATOR_URL", default="")

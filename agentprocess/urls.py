@@ -36,5 +36,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     # OAuth 2.1 (issue 7): /o/authorize/, /o/token/, /o/revoke_token/ and the /.well-known/ documents.
     path("", include(oauth.urlpatterns)),
+    path("", include("insight.urls")),
     path("", include("workqueue.urls")),
 ]

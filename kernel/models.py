@@ -189,6 +189,10 @@ class EventKind(models.TextChoices):
     ORGANIZATION_RESTORED = "organization_restored", "Organization restored from a backup"
     BREAK_GLASS_SIGN_IN = "break_glass_sign_in", "Signed in with a break-glass password"
     PERSON_DEACTIVATED = "person_deactivated", "Person deactivated"
+    ALERT_RULE_SET = "alert_rule_set", "Alert rule set"
+    ALERT_RULE_REMOVED = "alert_rule_removed", "Alert rule removed"
+    ALERT_FIRED = "alert_fired", "Alert started"
+    ALERT_CLEARED = "alert_cleared", "Alert cleared"
 
 
 class AuditEvent(models.Model):
@@ -224,6 +228,7 @@ class NoticeKind(models.TextChoices):
     RETURNED = "returned", "Work returned to me for rework"
     ESCALATION = "escalation", "An escalation waiting (operators)"
     OVERDUE = "overdue", "Overdue items"
+    ALERT = "alert", "A process alert starting or clearing (operators)"
 
 
 class Delivery(models.TextChoices):

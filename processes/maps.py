@@ -24,7 +24,7 @@ from kernel.states import UNFINISHED, StepStatus
 from .definition import JOIN, KINDS, Definition, StepDef, compile_definition, definition_for
 
 # KINDS is the compiler's list, re-exported for readers of the map's kind-* classes.
-__all__ = ["KINDS", "build_graph", "humanize", "mermaid", "mermaid_for_version", "svg", "svg_for_version"]
+__all__ = ["KINDS", "Heat", "build_graph", "humanize", "mermaid", "mermaid_for_version", "svg", "svg_for_version"]
 
 WAIT_KINDS = frozenset({"wait", "wait_until", "wait_for"})
 CURRENT_STATES = frozenset(UNFINISHED)
@@ -296,6 +296,19 @@ _COLOURS = {  # (fill, stroke, text), same palette as the Mermaid classDefs
 }
 EDGE_COLOUR = "#6B6960"
 LABEL_TEXT_COLOUR = "#3A3935"
+# The heat layer (insight's heatmap, issue 27): five levels, light to dark, each with a text colour
+# of at least 4.5:1 contrast on it; steps without a figure keep their kind's colours.
+HEAT_COLOURS = (("#FFF5D6", "#1C1D1A"), ("#FDDC8A", "#1C1D1A"), ("#F5A05A", "#1C1D1A"),
+                ("#B93A1B", "#FFFFFF"), ("#6E1A0C", "#FFFFFF"))
+HEAT_STROKE = "#6E1A0C"
+
+
+@dataclass(frozen=True)
+class Heat:
+    """One step's cell of a heat layer: its level (0-4, None: no figure) and the figure as printed."""
+
+    level: int | None
+    text: str
 
 
 @dataclass
@@ -691,9 +704,23 @@ def _hover_text(node: Node) -> str:
     return " — ".join(parts)
 
 
-def _render_node(node: Node, box: _Box, state: str | None, link_prefix: str | None) -> str:
+def _heat_figure(heat: Heat, box: _Box) -> str:
+    """The figure printed on the step's foot, in a pill that stays readable on every level."""
+    width = _text_width(heat.text, LABEL_SIZE) + 14
+    y = box.bottom + 2
+    return (f'<g class="heat-figure"><rect x="{_num(box.x - width / 2)}" y="{_num(y - 9)}" width="{_num(width)}" '
+            f'height="18" rx="9" fill="#FFFFFF" stroke="{HEAT_STROKE}"/>'
+            f'<text x="{_num(box.x)}" y="{_num(y + 4)}" text-anchor="middle" font-size="{LABEL_SIZE}" '
+            f'font-weight="600" fill="#1C1D1A">{_esc(heat.text)}</text></g>')
+
+
+def _render_node(node: Node, box: _Box, state: str | None, link_prefix: str | None,
+                 heat: Heat | None = None) -> str:
     fill, stroke, text_colour = _COLOURS[_PALETTE_CLASS[node.kind]]
-    classes = ["node", f"kind-{node.kind}"]
+    if heat is not None and heat.level is not None:
+        fill, text_colour = HEAT_COLOURS[heat.level]
+        stroke = HEAT_STROKE
+    classes = ["node", f"kind-{node.kind}"] + ([f"heat-{heat.level}"] if heat and heat.level is not None else [])
     stroke_width, extra, group_extra = 1.5, "", ""
     if node.step_id is None:
         classes.append("generated")
@@ -709,13 +736,16 @@ def _render_node(node: Node, box: _Box, state: str | None, link_prefix: str | No
     elif state == StepStatus.CANCELLED:
         extra, group_extra = ' stroke-dasharray="4 3"', ' opacity="0.55"'
 
-    parts = [f"<title>{_esc(_hover_text(node))}</title>"]
+    hover = _hover_text(node) + (f" — {heat.text}" if heat is not None else "")
+    parts = [f"<title>{_esc(hover)}</title>"]
     if state in CURRENT_STATES:  # a soft halo under the thick outline
         parts.append(_shape(node.kind, box, f'fill="none" stroke="{stroke}" stroke-width="9" stroke-opacity="0.22"'))
     parts.append(_shape(node.kind, box, f'fill="{fill}" stroke="{stroke}" stroke-width="{stroke_width}"{extra}'))
     parts.append(_flow_bar(node, box))
     parts.append(_node_text(node, box, text_colour))
     parts.append(_badge(state, box, _shape_inset(node.kind, box.height)))
+    if heat is not None:
+        parts.append(_heat_figure(heat, box))
 
     data = f' data-step="{_esc(node.step_id)}"' if node.step_id else ""
     group = (
@@ -933,23 +963,27 @@ def svg(
     *,
     states: dict[str, str | None] | None = None,
     link_prefix: str | None = None,
+    heat: dict[str, Heat] | None = None,
 ) -> str:
     """A self-contained inline `<svg>` map of the process.
 
     `states` maps step ids to run step states to highlight where the work is;
-    `link_prefix` links each step node to `{link_prefix}#step-<id>`.
+    `link_prefix` links each step node to `{link_prefix}#step-<id>`;
+    `heat` colours steps by a figure and prints it on them (insight's heatmap: the same drawing, a layer).
     """
     graph = build_graph(process)
     layout = _layout(graph)
     bounds = _Bounds()
     edges, labels = _draw_edges(graph, layout, bounds)
-    nodes = _draw_nodes(graph, layout, bounds, states or {}, link_prefix)
+    nodes = _draw_nodes(graph, layout, bounds, states or {}, link_prefix, heat or {})
     return _svg_document(graph, bounds, edges, nodes, labels)
 
 
-def svg_for_version(version_id: int, *, states: dict[str, str | None], link_prefix: str | None = "") -> str:
-    """The SVG map of a published version, with a run's step states (the run page's map)."""
-    return svg(definition_for(version_id), states=states, link_prefix=link_prefix)
+def svg_for_version(version_id: int, *, states: dict[str, str | None], link_prefix: str | None = "",
+                    heat: dict[str, Heat] | None = None) -> str:
+    """The SVG map of a published version, with a run's step states (the run page's map), or a heat
+    layer (the insight dashboard's)."""
+    return svg(definition_for(version_id), states=states, link_prefix=link_prefix, heat=heat)
 
 
 def mermaid_for_version(version_id: int) -> str:
@@ -980,13 +1014,14 @@ def _draw_edges(graph: Graph, layout: _Layout, bounds: _Bounds) -> tuple[list[st
 
 
 def _draw_nodes(graph: Graph, layout: _Layout, bounds: _Bounds,
-                states: dict[str, str | None], link_prefix: str | None) -> list[str]:
+                states: dict[str, str | None], link_prefix: str | None, heat: dict[str, Heat]) -> list[str]:
     parts = []
     for node in graph.nodes:
         box = layout.boxes[node.key]
-        bounds.include(box.left, box.top - 8, box.right, box.bottom)  # 8: badge room
+        cell = heat.get(node.step_id) if node.step_id else None
+        bounds.include(box.left, box.top - 8, box.right, box.bottom + (12 if cell else 0))  # 8: badge room
         state = states.get(node.step_id) if node.step_id else None
-        parts.append(_render_node(node, box, state, link_prefix))
+        parts.append(_render_node(node, box, state, link_prefix, cell))
     return parts
 
 

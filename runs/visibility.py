@@ -80,6 +80,15 @@ def visible_items(identity: Identity, items):
                         .values("pk"))
 
 
+def takes_part_in(identity: Identity, version_ids) -> bool:
+    """Whether the identity takes part in a process (its versions' ids): an operator or an agent, or
+    a person in a group bound to one of its roles. What the process's figures are shown to (insight);
+    the runs inside them are still narrowed by `visible`."""
+    if sees_everything(identity):
+        return True
+    return any(_bound_groups(definition) & identity.groups for definition in definitions_for(version_ids).values())
+
+
 def can_see(identity: Identity, run: Run) -> bool:
     if sees_everything(identity):
         return True

@@ -3,21 +3,15 @@
 worker, not by the test."""
 
 import datetime as dt
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from runs.models import StepState
-from tests.conftest import redis_reachable, redis_url, service_unavailable
-from tests.support.live import database_url
+from tests.conftest import redis_url
+from tests.support.celery_worker import celery_worker, wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.live, pytest.mark.django_db(transaction=True)]
-ROOT = Path(__file__).resolve().parents[1]
 
 PROCESS = """---
 name: timed
@@ -40,35 +34,11 @@ Timed.
 
 @pytest.fixture
 def worker(tmp_path, settings):
-    url = redis_url().rsplit("/", 1)[0] + "/15"  # a database of its own, flushed before use
-    if not redis_reachable(url):
-        service_unavailable(f"Redis is not reachable at {url}")
-    import redis
-
-    redis.Redis.from_url(url).flushdb()
     settings.LEASE_SECONDS = 2
-    env = {**os.environ, "DATABASE_URL": database_url(connection.settings_dict), "REDIS_URL": url,
-           "CELERY_BROKER_URL": url, "LEASE_SECONDS": "2", "SWEEP_INTERVAL_SECONDS": "0.5"}
-    log = tmp_path / "celery.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "agentprocess", "worker", "-B", "--pool", "solo",
-         "-s", str(tmp_path / "beat-schedule"), "--loglevel", "INFO"],
-        cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    yield log
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
-def wait_for(condition, log, seconds=20):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    pytest.fail("the worker did not sweep in time; its log:\n" + log.read_text()[-4000:])
+    # A Redis database of its own, flushed before use.
+    with celery_worker(tmp_path, redis_url().rsplit("/", 1)[0] + "/15", LEASE_SECONDS="2",
+                       SWEEP_INTERVAL_SECONDS="0.5") as log:
+        yield log
 
 
 def test_worker_and_beat_release_a_lapsed_lease_and_continue_a_wait(worker, publish, agent):

@@ -23,16 +23,17 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue", "webhooks", "sso")
+PACKAGES = ("agentprocess", "kernel", "filestore", "api", "processes", "runs", "workqueue", "webhooks", "sso", "insight")
 LAYERS = ("kernel", "services", "tools", "transports", "project")
 TRANSPORT_MODULES = re.compile(
     r"^api$|^(api\.(rest|rest_asgi|mcp|auth|hosts|openapi|threads|oauth|health|http_log)|workqueue)(\.|$)"
-    r"|^sso\.(oidc|backends|scim)(\.|$)"
+    r"|^sso\.(oidc|backends|scim)(\.|$)|^insight\.(pages|charts)(\.|$)"
     r"|\.(admin|tasks|views|urls|templatetags|management)(\.|$)")
-KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks|sso)$"
-                            r"|^(runs|processes|webhooks|sso)\.(apps|models|ids|migrations)(\.|$)|^sso\.providers$")
+KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks|sso|insight)$"
+                            r"|^(runs|processes|webhooks|sso|insight)\.(apps|models|ids|migrations)(\.|$)|^sso\.providers$")
 SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)"
-                             r"|^webhooks\.(services|selectors)(\.|$)|^sso\.(signin|passwords|leavers)(\.|$)")
+                             r"|^webhooks\.(services|selectors)(\.|$)|^sso\.(signin|passwords|leavers)(\.|$)"
+                             r"|^insight\.(figures|filters|alerts|heatmap|words)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")

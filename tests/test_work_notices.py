@@ -396,7 +396,7 @@ def test_the_settings_page_shows_each_kind_and_keeps_a_choice(signed_in):
 
 def test_the_settings_page_refuses_a_bad_choice_and_keeps_what_was_sent(signed_in):
     client = signed_in("ops@example.com")
-    assert client.get("/settings/notifications").content.decode().count("<fieldset") == 5  # escalations too
+    assert client.get("/settings/notifications").content.decode().count("<fieldset") == 6  # escalations and alerts too
     response = client.post("/settings/notifications", form_of(
         {"new_work": "off", "assigned": "hourly", "returned": "digest", "escalation": "immediately"}))
     html = response.content.decode()

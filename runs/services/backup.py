@@ -50,6 +50,7 @@ from kernel.models import (
     PageSettings,
     AuditEvent,
 )
+from insight.models import AlertRule
 from processes.models import FieldPresentation, Process, ProcessDraft, ProcessVersion
 from sso.models import ProviderAccount
 
@@ -144,12 +145,13 @@ def tables() -> list[Table]:
         Table(Notice, _owned(Notice)),
         Table(SavedView, _owned(SavedView)),
         Table(InboxVisit, _owned(InboxVisit)),
+        Table(AlertRule, _owned(AlertRule)),  # process insight's alert rules and their state (issue 27)
         Table(AuditEvent, _owned(AuditEvent)),
     ]
 
 
 SECRET_COLUMNS = {"auth.User": ("password",)}  # carried only with --password-hashes
-OUR_APPS = ("agentprocess", "processes", "runs")
+OUR_APPS = ("agentprocess", "processes", "runs", "insight")
 
 
 def undecided_models() -> list[str]:

@@ -46,9 +46,10 @@ DEFAULTS = {
     NoticeKind.RETURNED: Delivery.IMMEDIATELY,
     NoticeKind.ESCALATION: Delivery.DIGEST,
     NoticeKind.OVERDUE: Delivery.IMMEDIATELY,
+    NoticeKind.ALERT: Delivery.IMMEDIATELY,
 }
 # A mail's sections in this order; when two notices of one mail tell of one item, the first stands.
-PRIORITY = (NoticeKind.OVERDUE, NoticeKind.RETURNED, NoticeKind.ASSIGNED, NoticeKind.ESCALATION,
+PRIORITY = (NoticeKind.ALERT, NoticeKind.OVERDUE, NoticeKind.RETURNED, NoticeKind.ASSIGNED, NoticeKind.ESCALATION,
             NoticeKind.NEW_WORK)
 HINTS = {
     NoticeKind.NEW_WORK: "A task or approval is ready for you or one of your groups.",
@@ -56,8 +57,10 @@ HINTS = {
     NoticeKind.RETURNED: "Something you completed was sent back to you, with the reviewer's note.",
     NoticeKind.ESCALATION: "An agent, or a check, needs an operator to decide.",
     NoticeKind.OVERDUE: "An item you or your group work on passed its due time.",
+    NoticeKind.ALERT: "An alert rule on a process's figures started or cleared (Process insight).",
 }
 HEADINGS = {
+    NoticeKind.ALERT: "Process alerts:",
     NoticeKind.OVERDUE: "These items passed their due time and are still open:",
     NoticeKind.RETURNED: "Sent back to you for rework:",
     NoticeKind.ASSIGNED: "An operator assigned these to you:",
@@ -65,6 +68,7 @@ HEADINGS = {
     NoticeKind.NEW_WORK: "New work for you or your groups:",
 }
 SUBJECT_MANY = {
+    NoticeKind.ALERT: "{n} process alerts",
     NoticeKind.OVERDUE: "{n} items are overdue",
     NoticeKind.RETURNED: "{n} items were returned to you for rework",
     NoticeKind.ASSIGNED: "{n} items were assigned to you",
@@ -72,6 +76,7 @@ SUBJECT_MANY = {
     NoticeKind.NEW_WORK: "{n} new work items",
 }
 COUNT_WORDS = {
+    NoticeKind.ALERT: "{n} alert(s)",
     NoticeKind.OVERDUE: "{n} overdue",
     NoticeKind.RETURNED: "{n} returned to you",
     NoticeKind.ASSIGNED: "{n} assigned to you",
@@ -105,8 +110,9 @@ class Choice:
 
 
 def kinds_for(identity) -> list[str]:
-    """The kinds a person can hear of: escalations go to operators only."""
-    return [kind for kind in NoticeKind.values if kind != NoticeKind.ESCALATION or identity.is_operator]
+    """The kinds a person can hear of: escalations and alerts go to operators only."""
+    return [kind for kind in NoticeKind.values
+            if kind not in (NoticeKind.ESCALATION, NoticeKind.ALERT) or identity.is_operator]
 
 
 def choices_of(identity) -> list[Choice]:
@@ -233,6 +239,26 @@ def messages_for(notices: list[OverdueNotice], now) -> list[Notice]:
             delivery=delivery, subject=f"Overdue: {notice.process} step {notice.step_id}", body=notice.line(),
             about=[{"run": notice.run_id, "step": notice.step_id, "workItem": notice.work_item_id}],
             created_at=now, send_after=send_time(delivery, now)))
+    return rows
+
+
+# ---------------------------------------------------------------- alerts (insight's sweep)
+
+
+def alert_messages(organization: Organization, *, subject: str, body: str, about: dict, now) -> list[Notice]:
+    """An alert starting or clearing: one outbox row per operator of the organization, as each chose
+    to hear of alerts (right away by default); the caller queues them with the change."""
+    members = _members({organization.operators.name}).get(organization.operators.name, {})
+    members = {email: ids for email, ids in members.items() if ids[1] == organization.id}
+    chosen = _deliveries([user_id for user_id, _org in members.values()])
+    rows = []
+    for email, (user_id, _org) in sorted(members.items()):
+        delivery = chosen[user_id].get(NoticeKind.ALERT, DEFAULTS[NoticeKind.ALERT])
+        if delivery == Delivery.OFF:
+            continue
+        rows.append(Notice(organization_id=organization.id, kind=NoticeKind.ALERT, recipient=email, delivery=delivery,
+                           subject=subject, body=body, about=[about], created_at=now,
+                           send_after=send_time(delivery, now)))
     return rows
 
 
@@ -448,6 +474,8 @@ def _render(kind: str, item: WorkItem, about: dict, definition) -> tuple[str, st
 
 def _key(row: Notice):
     about = row.about[0] if row.about else {}
+    if about.get("alert"):
+        return ("alert", about["alert"], about.get("state"), row.pk)
     return about.get("workItem") or (about.get("run"), about.get("step"))
 
 
