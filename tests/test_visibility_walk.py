@@ -133,7 +133,11 @@ def _filled(route: str, values: dict[str, str]) -> str:
 def test_the_walk_covers_every_route_a_person_can_reach():
     # A new route must be added to the walk below (with the ids it takes), or this fails.
     assert _people_urls() == sorted([
-        "", "api/v1/tools/<str:tool>", "audit/export", "files/<str:upload_id>", "operators/",
+        "", "api/v1/tools/<str:tool>", "audit/export", "files/<str:upload_id>", "files/viewer/pdf", "insight/",
+        "insight/<str:name>/", "insight/<str:name>/alerts", "insight/<str:name>/alerts/<int:rule_id>/remove",
+        "operators/", "operators/webhooks/", "operators/webhooks/<int:subscription_id>",
+        "operators/webhooks/<int:subscription_id>/deliveries/<int:delivery_id>/send-again",
+        "operators/webhooks/<int:subscription_id>/replay",
         "runs/", "runs/<str:run_id>", "runs/<str:run_id>/audit.<str:fmt>", "runs/<str:run_id>/cancel",
         "runs/bulk-cancel", "runs/start/", "settings/notifications", "settings/time-zone", "tokens/",
         "tokens/<int:token_id>/revoke", "views/<int:view_id>/delete", "views/save", "work/<str:work_item_id>",
@@ -158,10 +162,24 @@ def test_every_page_of_a_hidden_run_answers_as_for_an_id_that_never_existed(hidd
     # Things of finance's that the outsider must not reach either: a saved view and a token.
     view = saved_views.save(identity=finance.identity, name="Mine", query="view=mine", now=clock.now())
     token_row, _ = issue_personal_token(finance.identity, label="finance script")
+    # The hidden process's alert rule and a webhook subscription with a delivery (issues 27 and 28).
+    from insight.models import AlertRule
+    from webhooks.models import Delivery, Subscription
+
+    organization = finance.identity.organization
+    rule = AlertRule.objects.create(organization=organization, process_name="hidden-review", figure="overdue",
+                                    threshold=1, created_by=finance.identity.ref, created_at=clock.now())
+    subscription = Subscription.objects.create(organization=organization, url="https://erp.example.com/hooks",
+                                               kinds=["run.ended"], secret="whsec_" + "A" * 32, created_at=clock.now())
+    delivery = Delivery.objects.create(organization=organization, subscription=subscription, event_seq=1,
+                                       kind="run.ended", run_id=hidden["run"], payload={}, created_at=clock.now(),
+                                       retrying_since=clock.now())
     real = {"run_id": hidden["run"], "work_item_id": hidden["item"], "fmt": "csv", "view_id": view.pk,
-            "token_id": token_row.pk}
+            "token_id": token_row.pk, "name": "hidden-review", "rule_id": rule.pk,
+            "subscription_id": subscription.pk, "delivery_id": delivery.pk}
     fake = {"run_id": FAKE["run"], "work_item_id": FAKE["item"], "fmt": "csv", "view_id": 987654,
-            "token_id": 987655}
+            "token_id": 987655, "name": "never-published", "rule_id": 987656, "subscription_id": 987657,
+            "delivery_id": 987658}
     client = _signed_in(hidden["outsider"])
     form = {"decision": "approved", "snapshot": hidden["snapshot"], "note": "Looks fine.", "reason": "Done.",
             "to": "outsider@example.com", "request_id": str(uuid.uuid4())}
@@ -172,6 +190,7 @@ def test_every_page_of_a_hidden_run_answers_as_for_an_id_that_never_existed(hidd
         body = response.content.decode()
         # The page may echo the address asked for, and a saved view's number: those are the caller's.
         body_seen = re.sub(rf"\bview {values['view_id']}\b", "view <view>", body.replace(url, "<url>"))
+        body_seen = body_seen.replace(values["name"], "<name>")  # the process name asked for
         answers.append((response.status_code, _normalized(body_seen, {
             "run": values["run_id"], "item": values["work_item_id"]})))
         assert response.status_code in (403, 404, 405), (url, response.status_code)
