@@ -171,6 +171,8 @@ def main() -> int:
         answer = {"ok": False, "reason": str(reason)}
     except MemoryError:
         answer = {"ok": False, "reason": "the file needs too much memory to read"}
+    # The reader's own high-water mark, so the server (and its tests) can see what a file cost.
+    answer["peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     sys.stdout.write(json.dumps(answer))
     return 0
 
