@@ -138,8 +138,10 @@ class Recorder:
         self.counts[name] = self.counts.get(name, 0) + amount
 
 
-def work(transport, recorder: Recorder, index: int) -> None:
-    """get_work -> claim (the index-th ready item, then the following ones on a conflict) -> submit."""
+def work(transport, recorder: Recorder, index: int, spread: bool = False) -> None:
+    """get_work -> claim (the first item listed, as an agent following the spec's oldest-first order
+    does, then the following ones on a conflict; `spread`: the index-th first, as agents that avoid
+    each other by themselves) -> submit."""
     while time.time() < recorder.end_at:
         envelope, inside = recorder.timed("get_work", transport.call, "get_work", {})
         items = envelope.get("data", {}).get("items", []) if envelope.get("ok") else []
@@ -150,7 +152,7 @@ def work(transport, recorder: Recorder, index: int) -> None:
             continue
         claimed = None
         for offset in range(len(items)):
-            item = items[(index + offset) % len(items)]
+            item = items[((index if spread else 0) + offset) % len(items)]
             arguments = {"runId": item["runId"], "stepId": item["stepId"], "requestId": str(uuid.uuid4())}
             envelope, inside = recorder.timed("claim", transport.call, "claim", arguments)
             if envelope.get("ok"):
@@ -192,6 +194,7 @@ def main() -> None:
     parser.add_argument("--start-at", type=float)
     parser.add_argument("--end-at", type=float)
     parser.add_argument("--index", type=int, default=0)
+    parser.add_argument("--spread", action="store_true", help="start each claim at the index-th item listed")
     args = parser.parse_args()
 
     if args.transport == "mcp":
@@ -210,7 +213,7 @@ def main() -> None:
     if args.transport in ("floor", "noop"):
         floor(transport, recorder, f"/bench/{args.transport}")
     else:
-        work(transport, recorder, args.index)
+        work(transport, recorder, args.index, args.spread)
     print(json.dumps({"index": args.index, "latencies": recorder.latencies, "counts": recorder.counts,
                       "cpu_seconds": recorder.cpu_window()}))
     sys.stdout.flush()

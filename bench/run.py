@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import common  # noqa: E402
 
-BENCHMARKS = ("cycle_cost", "throughput", "get_work_scale", "sweep_cost", "inbox", "bulk_decide", "audit_export",
+BENCHMARKS = ("cycle_cost", "throughput", "embedded", "get_work_scale", "sweep_cost", "inbox", "bulk_decide", "audit_export",
               "backup_restore", "limits")
 
 
