@@ -18,6 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, DataError, OperationalError
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 
 from kernel import clock, jsonio, observe
@@ -56,6 +57,7 @@ class Tool:
 
 TOOLS: dict[str, Tool] = {}
 _validators: dict[str, Draft202012Validator] = {}
+_compiled_validators: dict[str, "jsonschema_rs.Draft202012Validator"] = {}
 
 
 def tool(name: str, *, write: bool, description: str, replay_first: bool = False, prepare=None):
@@ -76,6 +78,16 @@ def _validator(name: str) -> Draft202012Validator:
     if validator is None:
         validator = _validators[name] = Draft202012Validator(argument_schema(name))
     return validator
+
+
+def _compiled(name: str) -> jsonschema_rs.Draft202012Validator:
+    validator = _compiled_validators.get(name)
+    if validator is None:
+        validator = _compiled_validators[name] = jsonschema_rs.Draft202012Validator(argument_schema(name))
+    return validator
+
+
+_EXACT_INT = 2**53
 
 
 def _path(parts) -> str:
@@ -136,12 +148,13 @@ def _text_problem(text: str) -> str | None:
     return f"holds a lone surrogate (\\u{ord(found.group()):04x}), which is not a character" if found else None
 
 
-def _value_issues(arguments) -> list[str]:
+def _value_issues(arguments) -> tuple[list[str], bool]:
     """Texts that cannot be stored (keys included), numbers that cannot be stored exactly and
-    nesting past MAX_DEPTH, each with its place. Every other number is put in the form it is stored
+    nesting past MAX_DEPTH, each with its place; and whether every number is a double or an integer
+    a double holds exactly (what the compiled schema check reads the same as jsonschema). Every other number is put in the form it is stored
     in, in place (kernel/jsonio.py `stored`): SQLite and PostgreSQL then hold the same text, and
     neither meets a number it cannot hold. Iterative, so no depth of nesting can exhaust the stack."""
-    issues, pending, written = [], [(arguments, "", 0, None, None)], 0
+    issues, pending, written, plain = [], [(arguments, "", 0, None, None)], 0, True
     while pending:
         value, path, depth, container, slot = pending.pop()
         label = path or "arguments"
@@ -173,21 +186,29 @@ def _value_issues(arguments) -> list[str]:
                 container[slot] = kept
             if type(kept) is jsonio.Number:
                 written += jsonio.written_length(kept)
+            if not (type(kept) is float or (type(kept) is int and -_EXACT_INT <= kept <= _EXACT_INT)):
+                plain = False
     if written > settings.RUN_DATA_BYTES:
         # 1E+131071 is 9 characters sent and 131072 stored: bounded here, before anything writes them out.
         issues.append(f"arguments: the numbers written out take {written} characters, more than "
                       f"limits.runDataBytes ({settings.RUN_DATA_BYTES})")
-    return issues
+    return issues, plain
 
 
 def schema_issues(name: str, arguments) -> list[str]:
-    value_issues = _value_issues(arguments)
+    value_issues, plain = _value_issues(arguments)
     if any("nested deeper" in issue for issue in value_issues):
         return sorted(value_issues)  # the schema is not walked into what is refused anyway
+    if not value_issues and plain and _compiled(name).is_valid(arguments):
+        # Nearly every call: the compiled check says yes in about a microsecond, where walking
+        # jsonschema's errors took 0.1-0.5 ms. It reads exact numbers (Decimal) and integers past
+        # 2**53 as doubles, so those, and every refusal, go through jsonschema for the worded issues.
+        return []
     issues = []
     for error in _validator(name).iter_errors(arguments):
         issues.extend(_issues_of(error))
-    return sorted(issues + value_issues)
+    # jsonschema reports `required` once per missing name, each of which lists every missing name.
+    return sorted(set(issues + value_issues))
 
 
 def call_tool(identity: Identity, name: str, arguments, *, transport: str = "browser") -> dict:
