@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PYTHON = ROOT / ".venv" / "bin" / "python"
 UVICORN = ROOT / ".venv" / "bin" / "uvicorn"
-GRANIAN = ROOT / ".venv" / "bin" / "granian"
+GRANIAN = ROOT / "var" / "bench-site" / "bin" / "granian"  # bench/requirements.txt
 # The ASGI server the benchmarks start: uvicorn (the README's default) or granian (BENCH_SERVER=granian).
 SERVERS = ("uvicorn", "granian")
 PROCESSES = BENCH / "processes"
@@ -280,6 +280,8 @@ def start_server(*, workers: int, env: dict, log_name: str = "server",
     log_path.parent.mkdir(exist_ok=True)
     log = log_path.open("wb")
     kind = server_kind()
+    if kind == "granian" and not (ensure_bench_requirements() and GRANIAN.is_file()):
+        raise SystemExit("BENCH_SERVER=granian needs granian (bench/requirements.txt), which could not be installed")
     if kind == "granian":
         command = [str(GRANIAN), "--interface", "asgi", app, "--host", "127.0.0.1", "--port", str(port),
                    "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
