@@ -88,6 +88,16 @@ def test_a_tampered_token_is_invalid(run_id, agent, frozen):
         assert (error["code"], error["issues"]) == ("invalid", ["token: does not verify"])
 
 
+def test_a_token_verified_once_is_not_trusted_under_another_key(run_id, agent, frozen, settings):
+    """Spec §6 rule 2: lease tokens are unforgeable. What a token says is kept once its signature
+    verified (a submit reads it twice); a server whose key changed verifies it anew, and refuses it."""
+    token = claim(agent, run_id)["data"]["token"]
+    assert agent.ok("renew", token=token)  # verified and kept under the current key
+    settings.SECRET_KEY = "another-key-" + "x" * 50
+    error = agent.error("renew", token=token)
+    assert (error["code"], error["issues"]) == ("invalid", ["token: does not verify"])
+
+
 def test_a_token_used_by_another_agent_is_forbidden(run_id, agent, make_agent, frozen):
     token = claim(agent, run_id)["data"]["token"]
     assert make_agent("thief").error("submit", token=token, output={}, summary="x")["code"] == "forbidden"

@@ -5,6 +5,7 @@ stale the moment the lease is renewed, replaced, lapsed or the run ends.
 """
 
 import datetime as dt
+import functools
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -54,6 +55,17 @@ def issue(*, organization_id: int, run_id: str, step_id: str, generation: int, h
 
 def verify(token: str) -> LeaseClaim:
     """Check the signature only; expiry and generation are judged against the database."""
+    claim = _verified(token, settings.SECRET_KEY)
+    observe.note_target(run_id=claim.run_id, step_id=claim.step_id)  # the call's log line names them
+    return claim
+
+
+@functools.lru_cache(maxsize=1024)
+def _verified(token: str, secret_key: str) -> LeaseClaim:
+    """What a token says, once its signature verified. Cached: a submit checks its token before
+    its transaction and again inside it, and what a signed token says never changes (expiry and
+    generation are the database's to judge); keyed by the secret too, so a new key verifies anew.
+    A token that does not verify raises, and lru_cache keeps no exceptions."""
     try:
         payload = jwt.decode(
             token,
@@ -73,5 +85,4 @@ def verify(token: str) -> LeaseClaim:
         )
     except (jwt.PyJWTError, ValueError, TypeError) as error:
         raise invalid("the token does not verify", ["token: does not verify"]) from error
-    observe.note_target(run_id=claim.run_id, step_id=claim.step_id)  # the call's log line names them
     return claim
