@@ -24,7 +24,7 @@ from tests.support.webhook_receiver import Receiver
 from tests.test_insight_alerts import PROCESS
 from tests.test_webhooks import SCHEMA, SECRET, deliver
 from webhooks.admin import SubscriptionForm
-from webhooks.models import Attempt, Delivery, Subscription
+from webhooks.models import KINDS, Attempt, Delivery, Subscription
 from webhooks.services import subscriptions
 
 PASSWORD = "a-long-password-1"
@@ -138,6 +138,11 @@ def test_the_schema_keeps_run_events_and_alert_events_apart(world):
     for payload in broken:
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(payload, SCHEMA)
+
+
+def test_the_schema_names_every_kind_the_server_sends():
+    assert SCHEMA["properties"]["type"]["enum"] == list(KINDS)
+    assert SCHEMA["allOf"][0]["if"]["properties"]["type"]["enum"] == ALERT_KINDS
 
 
 def test_the_cli_admin_and_log_page_take_the_alert_kinds(world):

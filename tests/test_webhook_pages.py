@@ -8,11 +8,13 @@ CSRF is checked; only the organization's operators reach any of it.
 import datetime as dt
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils.html import escape
 
 from api.tools import call_tool
 from kernel import clock
+from kernel.identity import person_identity
 from tests.test_webhooks import HINT, SECRET
 from tests.test_work_notices import INVOICE_CHECK
 from webhooks.models import KIND_LABELS, Delivery, Subscription
@@ -106,8 +108,8 @@ def test_removing_a_subscription(people, org):
     assert answer.status_code == 302 and answer["Location"] == "/operators/webhooks/"
     assert not Subscription.objects.exists()
     listing = ops.get("/operators/webhooks/").content.decode()
-    assert "Removed the webhook to http://127.0.0.1:9/old. It hears of nothing more; its delivery log is gone with it." \
-        in listing
+    assert ("Removed the webhook to http://127.0.0.1:9/old. It hears of nothing more; its delivery log is gone "
+            "with it.") in listing
     assert ops.post(f"/operators/webhooks/{subscription.pk}/remove").status_code == 404  # gone: not found
 
 
@@ -178,9 +180,6 @@ def test_only_the_organizations_operators_manage_subscriptions(people, org, make
 
 
 def test_the_page_tools_answer_the_browser_only_and_operators_only(people, org):
-    from kernel.identity import person_identity
-    from django.contrib.auth import get_user_model
-
     ops = person_identity(get_user_model().objects.get(username=OPS))
     clerk = person_identity(get_user_model().objects.get(username=CLERK))
     arguments = {"url": "http://127.0.0.1:9/h", "kinds": ["run.ended"]}

@@ -16,7 +16,7 @@ from kernel.clock import iso
 from kernel.models import EventKind
 from runs.models import Notice
 
-from ..models import Subscription
+from ..models import ALERT_KINDS, Subscription
 
 CACHE_SECONDS = 30.0
 
@@ -94,7 +94,8 @@ def alert_rows(organization_id: int, *, firing: bool, process: str, step: str | 
     """The outbox row of an alert rule starting or clearing (insight/alerts.py, in its transaction),
     when a subscription hears of it. It is about no run: a subscription's process filter is the
     rule's process, and alerts count live runs only, so test runs never matter."""
-    kind = "alert.fired" if firing else "alert.cleared"
+    fired, cleared = ALERT_KINDS
+    kind = fired if firing else cleared
     if not matches(wanted(organization_id), kind, process, False):
         return []
     about = {"run": None, "process": process, "step": step, "alert": alert, "at": iso(now)}

@@ -19,5 +19,5 @@ from .work_item import assign_item, release_item, take_item, work_item
 
 __all__ = ["assign_item", "audit_download", "bulk_cancel", "bulk_decide", "cancel_run", "delete_view", "inbox",
            "notification_settings", "operators", "release_item", "revoke", "run_detail", "run_list", "save_view",
-           "start_run", "take_item", "time_zone", "tokens", "webhook_add", "webhook_log", "webhook_remove", "webhook_replay",
-           "webhook_resume", "webhook_rotate", "webhook_send_again", "webhooks", "work_item"]
+           "start_run", "take_item", "time_zone", "tokens", "webhook_add", "webhook_log", "webhook_remove",
+           "webhook_replay", "webhook_resume", "webhook_rotate", "webhook_send_again", "webhooks", "work_item"]
