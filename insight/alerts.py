@@ -6,8 +6,9 @@ organization's operators see them (runs/visibility.py), and a threshold: it *fir
 goes above the threshold and *clears* when it is back at or below it (or there is no value any
 more). Each change is told once: the sweep moves the rule's `firing` with a conditional UPDATE, and
 only the sweep whose UPDATE changed the row writes the audit event (alert_fired / alert_cleared)
-and queues the operators' notices (runs/services/notifications.py: alert_messages), in the same
-transaction. A value that stays on one side tells nothing.
+and queues the operators' notices (runs/services/notifications.py: alert_messages) and the
+webhook event (alert.fired / alert.cleared, when a subscription hears of it), in the same
+transaction and the same INSERT. A value that stays on one side tells nothing.
 """
 
 import datetime as dt
@@ -21,6 +22,7 @@ from kernel.errors import forbidden, invalid, not_found
 from kernel.identity import PERSON, Identity
 from kernel.models import EventKind, Organization
 from runs.services import notifications, outbox
+from webhooks.services import events as webhook_events
 
 from . import figures
 from .filters import Filters
@@ -191,6 +193,12 @@ def _tell(rule: AlertRule, organization: Organization, value, firing: bool, now)
     subject = f"Alert {state}: {rule.process_name}: {says}"
     body = (f"- {rule.process_name}: {says}. Now: {now_value}.\n"
             f"  {'The alert started' if firing else 'The alert cleared'} at {now:%Y-%m-%d %H:%M} UTC.\n  {link}")
+    figure = FIGURES[rule.figure]
+    webhook = {"rule": rule.pk, "says": says, "figure": rule.figure, "figureLabel": figure.label,
+               "unit": figure.unit, "value": value, "valueInWords": now_value, "threshold": rule.threshold,
+               "days": rule.days}
     outbox.queue(notifications.alert_messages(organization, subject=subject, body=body,
-                                              about={"alert": rule.pk, "state": state}, now=now))
+                                              about={"alert": rule.pk, "state": state}, now=now)
+                 + webhook_events.alert_rows(organization.id, firing=firing, process=rule.process_name,
+                                             step=rule.step_id or None, alert=webhook, now=now))
     return True

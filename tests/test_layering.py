@@ -14,8 +14,8 @@ every module must fall in a layer, and no two modules import each other in a cyc
 
 The pages (workqueue/views/, issue 29) reach the domain one way, as agents do: they may import the
 tool layer and selectors, and from the services only the reads and pure rules named in PAGE_READS;
-never a service's write function (a write goes through `call_tool`, api/tools/page_tools.py for the
-pages' own writes).
+never a service's write function, of runs' or webhooks' services (a write goes through `call_tool`,
+api/tools/page_tools.py for the pages' own writes).
 """
 
 import ast
@@ -58,7 +58,7 @@ def page_write_imports(module: str, path: Path) -> list[str]:
     found = []
     for name, line in imported_names(module, path):
         where = f"{path.name}:{line}"
-        if name.startswith("runs.services") and name not in PAGE_READS:
+        if name.startswith(("runs.services", "webhooks.services")) and name not in PAGE_READS:
             found.append(f"{where}: the page {module} imports {name}; write through call_tool")
         elif any(name == write or name.startswith(write + ".") for write in KERNEL_WRITES):
             found.append(f"{where}: the page {module} imports {name}; write through call_tool")

@@ -137,7 +137,9 @@ def test_the_walk_covers_every_route_a_person_can_reach():
         "insight/<str:name>/", "insight/<str:name>/alerts", "insight/<str:name>/alerts/<int:rule_id>/remove",
         "operators/", "operators/webhooks/", "operators/webhooks/<int:subscription_id>",
         "operators/webhooks/<int:subscription_id>/deliveries/<int:delivery_id>/send-again",
-        "operators/webhooks/<int:subscription_id>/replay",
+        "operators/webhooks/<int:subscription_id>/remove", "operators/webhooks/<int:subscription_id>/replay",
+        "operators/webhooks/<int:subscription_id>/resume", "operators/webhooks/<int:subscription_id>/rotate",
+        "operators/webhooks/add",
         "runs/", "runs/<str:run_id>", "runs/<str:run_id>/audit.<str:fmt>", "runs/<str:run_id>/cancel",
         "runs/bulk-cancel", "runs/start/", "settings/notifications", "settings/time-zone", "tokens/",
         "tokens/<int:token_id>/revoke", "views/<int:view_id>/delete", "views/save", "work/<str:work_item_id>",
@@ -203,6 +205,23 @@ def test_every_page_of_a_hidden_run_answers_as_for_an_id_that_never_existed(hidd
     assert run.state == "waiting" and open_item(finance, hidden["run"], "approve")["id"] == hidden["item"]
     assert saved_views.views_of(finance.identity) and token_row.__class__.objects.filter(
         pk=token_row.pk, revoked_at__isnull=True).exists()
+    # Nor to the operators' webhook subscription (removed, rotated, resumed) or its delivery.
+    assert list(Subscription.objects.values_list("pk", "secret", "previous_secret")) == [
+        (subscription.pk, "whsec_" + "A" * 32, "")]
+    assert Delivery.objects.get().attempts == 0
+
+
+def test_an_outsider_cannot_add_a_webhook_subscription(hidden, settings):
+    """The one operators' write that names no object (walked above): the same 403, nothing added."""
+    from webhooks.models import Subscription
+
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    client = _signed_in(hidden["outsider"])
+    for method in ("get", "post"):
+        response = getattr(client, method)("/operators/webhooks/add", {"url": "http://127.0.0.1:9/h",
+                                                                      "kinds": ["run.started"]})
+        assert response.status_code == 403, method  # operators only, before the method is looked at
+    assert not Subscription.objects.exists()
 
 
 LIST_PAGES = ["/", "/?view=all", "/?view=mine", "/?view=groups", "/?view=done", f"/?q={BUSINESS_KEY}",

@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from kernel import clock
 from kernel.admin import ReadOnlyAdmin
 
-from .models import FORMATS, KINDS, STANDARD, Attempt, Delivery, Subscription
+from .models import FORMATS, KIND_LABELS, STANDARD, Attempt, Delivery, Subscription
 from .services import addresses, sending, subscriptions
 from .services.addresses import Refused
 
@@ -15,7 +15,8 @@ from .services.addresses import Refused
 class SubscriptionForm(forms.ModelForm):
     format = forms.ChoiceField(choices=[(form, form) for form in FORMATS], initial=STANDARD)
     group = forms.CharField(required=False, help_text="slack or teams: the group whose work the channel tells of")
-    kinds = forms.MultipleChoiceField(choices=[(kind, kind) for kind in KINDS], widget=forms.CheckboxSelectMultiple)
+    kinds = forms.MultipleChoiceField(choices=[(kind, f"{kind}: {label}") for kind, label in KIND_LABELS.items()],
+                                      widget=forms.CheckboxSelectMultiple)
     secret = forms.CharField(required=False, help_text="whsec_… ; leave empty for a new random one")
 
     class Meta:

@@ -14,18 +14,24 @@ from django.db.models import Q
 from kernel.models import Organization
 from runs.ids import new_id
 
-# Every kind an event can have, in the order the README lists them.
-KINDS = (
-    "run.started",
-    "run.ended",
-    "run.failed",
-    "run.cancelled",
-    "step.ready",
-    "work_item.waiting",
-    "work_item.decided",
-    "run.escalated",
-    "work_item.overdue",
-)
+# Every kind an event can have, in the order the README lists them, with what it means in plain
+# words (the operators' page labels its checkboxes with them; admin and the CLI accept the same).
+KIND_LABELS = {
+    "run.started": "A run started",
+    "run.ended": "A run ended (any outcome but failed)",
+    "run.failed": "A run failed",
+    "run.cancelled": "An operator cancelled a run",
+    "step.ready": "An agent step is ready to claim",
+    "work_item.waiting": "Work waits for a person or group",
+    "work_item.decided": "A person decided a work item",
+    "run.escalated": "A step was escalated to the operators",
+    "work_item.overdue": "A step is overdue",
+    "alert.fired": "An alert rule on a process's figures started",
+    "alert.cleared": "An alert rule cleared",
+}
+KINDS = tuple(KIND_LABELS)
+# Kinds about no run (insight/alerts.py): no run id, no business key; in order per subscription.
+ALERT_KINDS = ("alert.fired", "alert.cleared")
 SECRET_PREFIX = "whsec_"
 # What a subscription's body is: the signed JSON event, or a chat message (issue 28, point 5).
 STANDARD, SLACK, TEAMS = "standard", "slack", "teams"
@@ -78,7 +84,8 @@ class Subscription(models.Model):
 
 class Delivery(models.Model):
     """One event for one subscription: its webhook-id stays the same on every attempt (receivers
-    dedupe by it); sent in order per subscription and run (event_seq)."""
+    dedupe by it); sent in order per subscription and run (event_seq); events about no run (alerts)
+    in order among themselves per subscription."""
 
     PENDING, DELIVERED, GAVE_UP = "pending", "delivered", "gave_up"
 
@@ -87,7 +94,7 @@ class Delivery(models.Model):
     webhook_id = models.CharField(max_length=24, unique=True, default=new_webhook_id)
     event_seq = models.BigIntegerField()  # the outbox row's id: the order of events
     kind = models.CharField(max_length=32)
-    run_id = models.CharField(max_length=24, blank=True)
+    run_id = models.CharField(max_length=24, blank=True)  # "" for an event about no run (ALERT_KINDS)
     payload = models.JSONField()
     created_at = models.DateTimeField()
     state = models.CharField(max_length=16, default=PENDING)

@@ -1,6 +1,7 @@
 """Writes only the browser pages make (issue 29): who is on a work item (take, release, assign),
 saved views, a person's API tokens, time zone and notice choices, their last look at the inbox,
-and the operators' webhook deliveries sent again.
+and the operators' webhooks: subscriptions added, removed, their secret rotated, resumed, and
+deliveries sent again (the same services as `manage.py webhooks`).
 
 They are not protocol tools: no JSON Schema, never offered on REST or MCP (`call_tool` answers them
 for transport "browser" only). They are here so that a page reaches the domain the way an agent
@@ -12,9 +13,10 @@ from django.db import transaction
 
 from kernel.identity import issue_personal_token, revoke_personal_token
 from kernel.page_settings import set_time_zone
-from kernel.errors import forbidden, not_found
+from kernel.errors import Issue, forbidden, invalid, not_found
 from runs.services import inbox_visits, notifications, queue, saved_views
 from webhooks.services import sending as webhooks
+from webhooks.services import subscriptions as webhook_subscriptions
 from webhooks.services.addresses import Refused
 
 PAGE_TOOLS = {}
@@ -84,7 +86,7 @@ def mark_inbox_seen(identity, arguments, now):
 
 def _operator(identity) -> None:
     if not identity.is_operator:
-        raise forbidden("only the organization's operators send webhooks again")
+        raise forbidden("only the organization's operators manage webhooks")
 
 
 @page_tool("webhook_send_again")
@@ -106,3 +108,47 @@ def webhook_replay_since(identity, arguments, now):
                                                since=arguments["since"], now=now)}
     except Refused as refused:
         raise not_found(refused.message) from None
+
+
+def _refused(refused: Refused):
+    """A subscription's refusal as a ToolError: not_found, or invalid with one issue on the field it
+    is about (its path) and the service's code and message (the page words it by the code)."""
+    if refused.code == "not_found":
+        return not_found(refused.message)
+    field = {"no_kinds": "kinds", "kinds": "kinds", "secret": "secret", "format": "format", "group": "group"}.get(
+        refused.code, "url")  # every other code is about the address
+    return invalid(refused.message, [Issue(field, refused.message, refused.code)])
+
+
+def _subscription_write(identity, write):
+    _operator(identity)
+    try:
+        return {"subscription": write()}
+    except Refused as refused:
+        raise _refused(refused) from None
+
+
+@page_tool("webhook_add")
+def webhook_add(identity, arguments, now):
+    return _subscription_write(identity, lambda: webhook_subscriptions.add(
+        organization=identity.organization, url=arguments["url"], kinds=arguments["kinds"],
+        process=arguments.get("process", ""), test_runs=bool(arguments.get("testRuns")), now=now))
+
+
+@page_tool("webhook_remove")
+def webhook_remove(identity, arguments, now):
+    return _subscription_write(identity, lambda: webhook_subscriptions.remove(
+        organization=identity.organization, subscription_id=arguments["subscriptionId"]))
+
+
+@page_tool("webhook_rotate")
+def webhook_rotate(identity, arguments, now):
+    return _subscription_write(identity, lambda: webhook_subscriptions.rotate(
+        organization=identity.organization, subscription_id=arguments["subscriptionId"], now=now))
+
+
+@page_tool("webhook_resume")
+def webhook_resume(identity, arguments, now):
+    return _subscription_write(identity, lambda: webhook_subscriptions.resume(
+        organization=identity.organization, subscription_id=arguments["subscriptionId"], now=now))
+

@@ -7,7 +7,8 @@ nobody listens to pays nothing. What the organization's subscriptions want is ke
 CACHE_SECONDS (forgotten at once in the process that changes a subscription), like the
 organization itself (kernel/organizations.py): no look-up on the hot path. The rows go to the
 notice outbox (runs/services/outbox.py) in the caller's INSERT, delivery "webhook"; the worker
-turns each into one delivery per subscription (webhooks/services/fanout.py)."""
+turns each into one delivery per subscription (webhooks/services/fanout.py). An alert rule's
+change (alert.fired, alert.cleared) is written the same way by the alert sweep (alert_rows)."""
 
 import time
 
@@ -15,7 +16,7 @@ from kernel.clock import iso
 from kernel.models import EventKind
 from runs.models import Notice
 
-from ..models import Subscription
+from ..models import ALERT_KINDS, Subscription
 
 CACHE_SECONDS = 30.0
 
@@ -87,3 +88,16 @@ def rows_for(run, events, now) -> list[Notice]:
         rows.append(Notice(organization_id=run.organization_id, kind=kind, recipient="", delivery=Notice.WEBHOOK,
                            subject="", body="", about=[about], created_at=now, send_after=now))
     return rows
+
+
+def alert_rows(organization_id: int, *, firing: bool, process: str, step: str | None, alert: dict, now) -> list[Notice]:
+    """The outbox row of an alert rule starting or clearing (insight/alerts.py, in its transaction),
+    when a subscription hears of it. It is about no run: a subscription's process filter is the
+    rule's process, and alerts count live runs only, so test runs never matter."""
+    fired, cleared = ALERT_KINDS
+    kind = fired if firing else cleared
+    if not matches(wanted(organization_id), kind, process, False):
+        return []
+    about = {"run": None, "process": process, "step": step, "alert": alert, "at": iso(now)}
+    return [Notice(organization_id=organization_id, kind=kind, recipient="", delivery=Notice.WEBHOOK, subject="",
+                   body="", about=[about], created_at=now, send_after=now)]

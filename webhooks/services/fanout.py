@@ -47,7 +47,9 @@ def _deliveries(rows: list[Notice], now) -> tuple[list[Delivery], dict[int, str]
     subscriptions = defaultdict(list)
     for subscription in Subscription.objects.filter(organization_id__in={row.organization_id for row in rows}):
         subscriptions[subscription.organization_id].append(subscription)
-    runs = {run.pk: run for run in Run.objects.filter(pk__in={row.about[0]["run"] for row in rows})}
+    # An alert's row names no run (events.alert_rows): its payload is all in the row.
+    runs = {run.pk: run for run in Run.objects.filter(pk__in={row.about[0]["run"] for row in rows
+                                                              if row.about[0].get("run")})}
     organizations = dict(Organization.objects.filter(pk__in={row.organization_id for row in rows}).values_list("id", "slug"))
     definitions = definitions_for({run.version_id for run in runs.values()})
     items = _open_items(rows)
@@ -55,20 +57,26 @@ def _deliveries(rows: list[Notice], now) -> tuple[list[Delivery], dict[int, str]
     deliveries, outcomes = [], {}
     for row in rows:
         about = row.about[0]
-        run = runs.get(about["run"])
-        if run is None:
-            outcomes[row.pk] = "webhooks: the run no longer exists"
-            continue
+        slug = organizations[row.organization_id]
+        if about.get("run") is None:
+            run = None
+            process, test = about["process"], False
+            payload = alert_payload_of(row, slug)
+        else:
+            run = runs.get(about["run"])
+            if run is None:
+                outcomes[row.pk] = "webhooks: the run no longer exists"
+                continue
+            process, test = run.process_name, run.mode == "test"
+            payload = payload_of(row, run, slug, business_key(run.inputs, definitions[run.version_id].inputs), items)
         hearing = [s for s in subscriptions[row.organization_id]
-                   if events.matches([(frozenset(s.kinds), s.process, s.test_runs)], row.kind, run.process_name,
-                                     run.mode == "test")]
-        payload = payload_of(row, run, organizations[row.organization_id],
-                             business_key(run.inputs, definitions[run.version_id].inputs), items)
+                   if events.matches([(frozenset(s.kinds), s.process, s.test_runs)], row.kind, process, test)]
         group = groups.get(payload["data"]["workItem"])
         # A chat channel hears of its own group's work only, in its chat's format.
         hearing = [s for s in hearing if not s.is_chat or (group is not None and s.group == group)]
         deliveries += [Delivery(organization_id=row.organization_id, subscription=subscription, event_seq=row.pk,
-                                kind=row.kind, run_id=run.pk, created_at=now, retrying_since=now, next_attempt_at=now,
+                                kind=row.kind, run_id=run.pk if run else "", created_at=now, retrying_since=now,
+                                next_attempt_at=now,
                                 payload=chat.message(payload, group, subscription.format) if subscription.is_chat
                                 else payload)
                        for subscription in hearing]
@@ -122,3 +130,14 @@ def payload_of(row: Notice, run, organization_slug: str, key: str, items) -> dic
     }
 
 
+def alert_payload_of(row: Notice, organization_slug: str) -> dict:
+    """An alert rule starting or clearing (alert.fired, alert.cleared) as JSON, the same schema:
+    no run (run, its links and the process version are null), the rule and its figure in `alert`,
+    the process's insight page in links."""
+    about = row.about[0]
+    alert = about["alert"]
+    data = {"organization": organization_slug, "process": {"name": about["process"], "version": None}, "run": None,
+            "step": about.get("step"), "workItem": None, "outcome": None, "decision": None, "alert": alert,
+            "links": {"run": None, "workItem": None, "getRun": None,
+                      "insight": f"{settings.PUBLIC_BASE_URL}/insight/{about['process']}/?period={alert['days']}"}}
+    return {"id": f"evt_{row.pk}", "type": row.kind, "timestamp": about["at"], "data": data}

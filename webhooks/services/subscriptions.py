@@ -20,7 +20,7 @@ def _kinds(kinds) -> list[str]:
     if unknown:
         raise Refused("kinds", f"unknown event kind(s): {', '.join(unknown)}; the kinds are {', '.join(KINDS)}")
     if not chosen:
-        raise Refused("kinds", f"name at least one event kind: {', '.join(KINDS)}")
+        raise Refused("no_kinds", f"name at least one event kind: {', '.join(KINDS)}")
     return [kind for kind in KINDS if kind in chosen]  # the README's order, each once
 
 

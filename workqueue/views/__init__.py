@@ -13,10 +13,11 @@ from .operators import audit_download, operators
 from .page_settings import time_zone
 from .runs import cancel_run, run_detail, run_list, start_run
 from .tokens import revoke, tokens
-from .webhooks import webhook_log, webhook_replay, webhook_send_again, webhooks
+from .webhooks import (webhook_add, webhook_log, webhook_remove, webhook_replay, webhook_resume, webhook_rotate,
+                       webhook_send_again, webhooks)
 from .work_item import assign_item, release_item, take_item, work_item
 
 __all__ = ["assign_item", "audit_download", "bulk_cancel", "bulk_decide", "cancel_run", "delete_view", "inbox",
            "notification_settings", "operators", "release_item", "revoke", "run_detail", "run_list", "save_view",
-           "start_run", "take_item", "time_zone", "tokens", "webhook_log", "webhook_replay", "webhook_send_again", "webhooks",
-           "work_item"]
+           "start_run", "take_item", "time_zone", "tokens", "webhook_add", "webhook_log", "webhook_remove",
+           "webhook_replay", "webhook_resume", "webhook_rotate", "webhook_send_again", "webhooks", "work_item"]
