@@ -122,7 +122,7 @@ def test_discovery_documents(idps):
     assert config["patch"] == {"supported": True} and config["filter"]["supported"] is True
     assert config["authenticationSchemes"][0]["type"] == "oauthbearertoken"
     types = {resource["id"]: resource for resource in entra.call("get", "ResourceTypes").json_body["Resources"]}
-    assert types["User"]["endpoint"] == "/scim/v2/Users" and types["Group"]["endpoint"] == "/scim/v2/Groups"
+    assert types["User"]["endpoint"] == "/Users" and types["Group"]["endpoint"] == "/Groups"
     schemas = [schema["id"] for schema in entra.call("get", "Schemas").json_body["Resources"]]
     assert schemas == ["urn:ietf:params:scim:schemas:core:2.0:Group", USER]
 
@@ -439,3 +439,29 @@ def test_malformed_calls_never_answer_500(idps):
     assert entra.find("eve@example.com")["totalResults"] == 0
     assert not okta.call("get", "Groups").json_body["Resources"]
     assert [g["displayName"] for g in entra.call("get", "Groups").json_body["Resources"]] == ["reviewers"]
+
+
+def test_a_generic_scim_client_finds_the_discovery_documents_conform(idps):
+    """scim2-tester (a maintained RFC 7643/7644 checker) reads ServiceProviderConfig, ResourceTypes,
+    Schemas and an unknown URL through its own client, in process. Its CRUD checks are left out:
+    they create people with random userNames, and a person's userName is an email address here."""
+    from django.core.signals import request_finished, request_started
+    from django.core.wsgi import get_wsgi_application
+    from django.db import close_old_connections
+    from scim2_client.engines.wsgi import WSGISCIMClient
+    from scim2_tester import Status, check_server
+
+    entra, _okta = idps
+    client = WSGISCIMClient(get_wsgi_application(), base_url="http://testserver/scim/v2",
+                            headers={"Authorization": f"Bearer {entra.token}"})
+    # As Django's test client does: the test's one database connection stays open between calls.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        results = check_server(client, include_tags={"discovery", "misc"})
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    ran = [result for result in results if result.status != Status.SKIPPED]
+    assert len(ran) >= 20
+    assert [(result.title, result.reason) for result in ran if result.status != Status.SUCCESS] == []

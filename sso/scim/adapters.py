@@ -113,6 +113,13 @@ class OfProvider:
 
     id_field = "pk"
 
+    @classmethod
+    def resource_type_dict(cls, request=None):
+        # The endpoint is relative to the base URL (RFC 7643 §6), not django-scim2's absolute path.
+        described = super().resource_type_dict(request)
+        described["endpoint"] = f"/{cls.resource_type}s"
+        return described
+
     @property
     def provider(self):
         return self.request.scim_provider

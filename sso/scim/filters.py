@@ -31,4 +31,6 @@ SERVED = ("urn:ietf:params:scim:schemas:core:2.0:User", "urn:ietf:params:scim:sc
 
 
 def schemas():
-    return [schema for schema in ALL if schema["id"] in SERVED]
+    # django-scim2's files lack the resource's own `schemas` (RFC 7643 §7), which clients check.
+    return [{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Schema"], **schema} for schema in ALL
+            if schema["id"] in SERVED]

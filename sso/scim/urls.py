@@ -12,6 +12,7 @@ urlpatterns = [
     re_path(r"^Users(?:/(?P<uuid>[^/]+))?$", views.Users.as_view(), name="users"),
     re_path(r"^Groups(?:/(?P<uuid>[^/]+))?$", views.Groups.as_view(), name="groups"),
     re_path(r"^ServiceProviderConfig$", library.ServiceProviderConfigView.as_view(), name="service-provider-config"),
-    re_path(r"^ResourceTypes(?:/(?P<uuid>[^/]+))?$", library.ResourceTypesView.as_view(), name="resource-types"),
-    re_path(r"^Schemas(?:/(?P<uuid>[^/]+))?$", library.SchemasView.as_view(), name="schemas"),
+    re_path(r"^ResourceTypes(?:/(?P<uuid>[^/]+))?$", views.ResourceTypes.as_view(), name="resource-types"),
+    re_path(r"^Schemas(?:/(?P<uuid>[^/]+))?$", views.Schemas.as_view(), name="schemas"),
+    re_path(r"^(?P<path>.*)$", views.unknown),
 ]

@@ -10,6 +10,8 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from django_scim import constants, exceptions, views
 
+from .auth import error_response
+
 
 class Strict:
     def load_body(self, body):
@@ -40,6 +42,36 @@ class Strict:
             body["status"] = str(body.get("status", response.status_code))
             response.content = json.dumps(body)
         return response
+
+
+class Listed:
+    """django-scim2's ResourceTypes and Schemas lists, with the counts a ListResponse carries (RFC
+    7644 §3.4.2), and a SCIM error for an id it does not know."""
+
+    def get(self, request, uuid=None, *args, **kwargs):
+        response = super().get(request, uuid, *args, **kwargs)
+        if response.status_code == 404:
+            raise exceptions.NotFoundError(uuid)
+        body = json.loads(response.content)
+        if "Resources" in body:
+            count = len(body["Resources"])
+            body.update(totalResults=count, itemsPerPage=count, startIndex=1)
+            response.content = json.dumps(body)
+        return response
+
+
+class ResourceTypes(Strict, Listed, views.ResourceTypesView):
+    pass
+
+
+class Schemas(Strict, Listed, views.SchemasView):
+    pass
+
+
+@csrf_exempt
+def unknown(request, path=""):
+    """Anything else under /scim/v2/ is a SCIM 404, not a page."""
+    return error_response(404, f"no SCIM endpoint /{path}")
 
 
 class Users(Strict, views.UsersView):
