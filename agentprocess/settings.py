@@ -330,6 +330,23 @@ OIDC_OPERATOR_GROUP = env.str("OIDC_OPERATOR_GROUP", default="")
 OIDC_DEACTIVATE_AFTER_DAYS = env.float("OIDC_DEACTIVATE_AFTER_DAYS", default=0.0)
 # Calls to the provider (discovery, keys, token) give up after this many seconds.
 OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
+# SCIM 2.0 provisioning at /scim/v2/ (issue 25; sso/scim/, rules in sso/provisioning.py): django-scim2,
+# with our adapters, a bearer token per provider (`manage.py scim_token <provider>`) and every
+# call narrowed to the provider's organization. Read once at start-up by django-scim2.
+SCIM_SERVICE_PROVIDER = {
+    "NETLOC": _public.netloc,
+    "BASE_LOCATION_GETTER": "sso.scim.adapters.base_location",
+    "USER_ADAPTER": "sso.scim.adapters.ScimUser",
+    "GROUP_ADAPTER": "sso.scim.adapters.ScimGroup",
+    "USER_FILTER_PARSER": "sso.scim.filters.UserFilter",
+    "GROUP_FILTER_PARSER": "sso.scim.filters.GroupFilter",
+    "SERVICE_PROVIDER_CONFIG_MODEL": "sso.scim.adapters.ServiceProviderConfig",
+    "SCHEMAS_GETTER": "sso.scim.filters.schemas",
+    "AUTH_CHECK_MIDDLEWARE": "sso.scim.auth.BearerCheck",
+    "GET_EXTRA_MODEL_FILTER_KWARGS_GETTER": "sso.scim.auth.filter_kwargs_getter",
+    "AUTHENTICATION_SCHEMES": [{"type": "oauthbearertoken", "name": "Bearer token",
+                                "description": "The token `manage.py scim_token <provider>` printed", "primary": True}],
+}
 # Django's, with the email address read without case (people's addresses are stored lower-cased);
 # sso's signs in people their identity provider vouched for (it never checks a password).
 AUTHENTICATION_BACKENDS = ["workqueue.accounts.EmailBackend", "sso.backends.ProviderBackend"]

@@ -33,6 +33,7 @@ urlpatterns = [
     path("accounts/password_change/done/", accounts.password_change_done, name="password_change_done"),
     path("accounts/logout/", sso_views.sign_out, name="logout"),  # and at the identity provider (issue 25)
     path("", include("sso.urls")),  # /accounts/oidc/<provider>/login/ and …/callback/ (issue 25)
+    path("scim/v2/", include("sso.scim.urls")),  # SCIM 2.0 provisioning, bearer token per provider (issue 25)
     path("accounts/", include("django.contrib.auth.urls")),
     # OAuth 2.1 (issue 7): /o/authorize/, /o/token/, /o/revoke_token/ and the /.well-known/ documents.
     path("", include(oauth.urlpatterns)),

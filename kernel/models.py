@@ -189,6 +189,7 @@ class EventKind(models.TextChoices):
     ORGANIZATION_RESTORED = "organization_restored", "Organization restored from a backup"
     BREAK_GLASS_SIGN_IN = "break_glass_sign_in", "Signed in with a break-glass password"
     PERSON_DEACTIVATED = "person_deactivated", "Person deactivated"
+    PERSON_REACTIVATED = "person_reactivated", "Person switched on again"
     ALERT_RULE_SET = "alert_rule_set", "Alert rule set"
     ALERT_RULE_REMOVED = "alert_rule_removed", "Alert rule removed"
     ALERT_FIRED = "alert_fired", "Alert started"

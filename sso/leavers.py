@@ -64,6 +64,23 @@ def deactivate(user, *, actor: audit.Actor, reason: str) -> bool:
     return True
 
 
+@transaction.atomic
+def reactivate(user, *, actor: audit.Actor, reason: str) -> bool:
+    """Switch a deactivated person on again (their identity provider says they are back); False when
+    they were on. What deactivating let go of stays let go: revoked tokens stay revoked, released
+    work stays with the group."""
+    user = get_user_model().objects.select_for_update().get(pk=user.pk)
+    if user.is_active:
+        return False
+    user.is_active = True
+    user.save(update_fields=["is_active"])
+    member = Member.objects.filter(user=user).first()
+    if member is not None:
+        audit.record(EventKind.PERSON_REACTIVATED, organization_id=member.organization_id, actor=actor,
+                     at=clock.now(), data={"email": user.email, "reason": reason})
+    return True
+
+
 def not_seen_since(days: float):
     """Active people an identity provider signed in whose last sign-in anywhere is older than `days`."""
     cutoff = clock.now() - dt.timedelta(days=days)

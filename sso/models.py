@@ -25,3 +25,38 @@ class ProviderAccount(models.Model):
 
     def __str__(self):
         return f"{self.subject} at {self.issuer}"
+
+
+class ScimToken(models.Model):
+    """The bearer token an identity provider's SCIM client sends (issue 25, point 4): one live token
+    per provider (`manage.py scim_token <provider>` issues it and prints it once); only its SHA-256 is
+    kept, compared as personal API tokens are (kernel.models.hash_token). It acts on the
+    organization the provider signs into when it was issued, and nothing else."""
+
+    provider = models.SlugField(help_text="The provider's slug (OIDC_PROVIDERS `slug`, or `oidc` for OIDC_ISSUER).")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "SCIM token"
+
+    def __str__(self):
+        return f"SCIM token of {self.provider} ({'revoked' if self.revoked_at else 'live'})"
+
+
+class ProvisionedPerson(models.Model):
+    """A person an identity provider created or manages over SCIM (their `userName` is their email
+    address here): which provider (so its first OpenID Connect sign-in links them by that address,
+    sso/signin.py), its `externalId` for them, and whether it deleted them (deactivated here, and
+    gone from its SCIM view)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provisioned")
+    issuer = models.CharField(max_length=500)
+    external_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField()
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.user_name} at {self.issuer}"

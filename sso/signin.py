@@ -2,7 +2,8 @@
 
 - Matched by the provider's `sub` (ProviderAccount, per issuer); an email address alone never
   matches an existing account, unless the provider marks it verified (`email_verified`) and the
-  provider's `link_verified_email` allows linking.
+  provider's `link_verified_email` allows linking, or the provider itself created the person over
+  SCIM with that address (sso/provisioning.py).
 - Created on first sign-in when the provider's `create_users` is on; refused otherwise.
 - Groups from the provider's groups claim, through its group map, replaced on every sign-in (left
   to admins when the token carries no such claim); only groups that exist in the organization are
@@ -24,7 +25,7 @@ from kernel.models import ActorKind, Member, Organization
 from kernel.organizations import IdentityRefused, OrganizationError
 from kernel.people import add_person, change_person, existing_account, organization_groups
 
-from .models import ProviderAccount
+from .models import ProviderAccount, ProvisionedPerson
 from .providers import Provider
 
 
@@ -73,6 +74,16 @@ def _linked_user(provider: Provider, subject: str, claims: dict, organization: O
     account = ProviderAccount.objects.select_related("user").filter(issuer=provider.issuer, subject=subject).first()
     if account is not None:
         return account.user, account
+    # A person this provider manages over SCIM is who it says they are: linked by the address it gave
+    # (their userName), from the ID token's email or, Entra ID's only one, preferred_username; not
+    # one another provider already signs in.
+    for claim in ("email", "preferred_username"):
+        named = normalized_email(str(claims.get(claim) or ""))
+        provisioned = named and ProvisionedPerson.objects.select_related("user").filter(
+            issuer=provider.issuer, deleted_at__isnull=True, user__email=named,
+            user__member__organization=organization, user__provider_accounts__isnull=True).first()
+        if provisioned:
+            return provisioned.user, None
     email = normalized_email(str(claims.get("email") or ""))
     if email and provider.link_verified_email and claims.get("email_verified") is True:
         user = existing_account(email)

@@ -32,7 +32,7 @@ TRANSPORT_MODULES = re.compile(
 KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks|sso|insight)$"
                             r"|^(runs|processes|webhooks|sso|insight)\.(apps|models|ids|migrations)(\.|$)|^sso\.providers$")
 SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)"
-                             r"|^webhooks\.(services|selectors)(\.|$)|^sso\.(signin|passwords|leavers)(\.|$)"
+                             r"|^webhooks\.(services|selectors)(\.|$)|^sso\.(signin|passwords|leavers|provisioning)(\.|$)"
                              r"|^insight\.(figures|filters|alerts|heatmap|words)(\.|$)")
 
 

@@ -52,7 +52,7 @@ from kernel.models import (
 )
 from insight.models import AlertRule
 from processes.models import FieldPresentation, Process, ProcessDraft, ProcessVersion
-from sso.models import ProviderAccount
+from sso.models import ProviderAccount, ProvisionedPerson
 
 from ..models import Event, IdempotencyRecord, InboxVisit, Notice, Run, SavedView, StepState, Upload, WorkItem
 
@@ -73,6 +73,7 @@ LEFT_OUT = {
     "agentprocess.ApiToken": "bearer tokens are live credentials and never leave the server: issue new ones "
                              "(create_identity, the Tokens page)",
     "agentprocess.AgentApplication": "OAuth clients of agents, with their secrets and tokens: register them again",
+    "sso.ScimToken": "an identity provider's SCIM token is a live credential: issue a new one (manage.py scim_token)",
     # FILE_STORAGE=database keeps bytes in these tables; every backend's bytes travel as the
     # archive's file members, through the storage API, so they land in whatever the target uses.
     "filestore.StoredFile": "file bytes travel as the archive's file members, through the storage API",
@@ -129,6 +130,9 @@ def tables() -> list[Table]:
         # Who each identity provider's `sub` is here: without it a restored person signing in through
         # their provider would be refused as an unlinked address (sso/signin.py).
         Table(ProviderAccount, _owned(ProviderAccount)),
+        # Whom each identity provider manages over SCIM (its externalId, a DELETE it sent).
+        Table(ProvisionedPerson, lambda organization: ProvisionedPerson.objects.filter(
+            user__member__organization=organization)),
         Table(Agent, _owned(Agent)),
         Table(NoticePreference, _owned(NoticePreference)),
         Table(PageSettings, _owned(PageSettings)),

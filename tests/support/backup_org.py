@@ -117,6 +117,7 @@ def setup(slug: str) -> Organization:
     from processes.presentation import FieldFacts, declare
     from processes.publishing import import_draft
     from runs.services import saved_views
+    from sso.models import ProvisionedPerson
 
     organization = get_or_create_organization(slug, f"{slug.title()} Ltd")
     actors = {}
@@ -141,6 +142,8 @@ def setup(slug: str) -> Organization:
     NoticePreference.objects.create(user=finance.user, organization=organization, kind="new_work", delivery="digest",
                                     updated_at=now)
     PageSettings.objects.create(user=finance.user, organization=organization, time_zone="Europe/Berlin")
+    ProvisionedPerson.objects.create(user=actors["clerk"].identity.user, issuer="https://login.example.com",
+                                     external_id=f"clerk-{slug}", created_at=now)  # SCIM's row (sso/provisioning.py)
     return Organization(slug=slug, agent=Actor(token=token, name="screener"), **actors)
 
 
