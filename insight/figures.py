@@ -27,8 +27,8 @@ import json
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Q, TextField
-from django.db.models.functions import Cast
+from django.db.models import DateTimeField, Q, Subquery, TextField, Value
+from django.db.models.functions import Cast, Coalesce
 
 from kernel import sql
 from kernel.models import AuditEvent, EventKind
@@ -40,12 +40,14 @@ from runs.models import Run, StepState
 
 from . import heatmap
 from .filters import Filters
+from .models import AttemptRoll, EventRoll, RollMark, RunRoll, TookRoll
 
 WORKING_KINDS = ("agent", "task", "approve")
 HISTOGRAM = (  # (label, upper bound in seconds, exclusive); the last has none
     ("under 1 hour", 3600), ("1–4 hours", 4 * 3600), ("4–8 hours", 8 * 3600), ("8–24 hours", 86400),
     ("1–3 days", 3 * 86400), ("3–7 days", 7 * 86400), ("1–2 weeks", 14 * 86400), ("2 weeks or more", None))
 SLOWEST = 10
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)  # before every run: the rollup's mark when nothing is rolled up
 OTHER_PEOPLE = ""  # the key of people whose names the viewer may not see
 
 
@@ -70,6 +72,15 @@ def bucket(column: str, by: str) -> str:
     return f"date({column}, 'weekday 0', '-6 days')" if by == "week" else f"date({column})"
 
 
+def bucket_of_day(column: str, by: str) -> str:
+    """bucket() of a date column (the rollup's day)."""
+    if by != "week":
+        return column
+    if _postgres():
+        return f"CAST(date_trunc('week', CAST({column} AS TIMESTAMP)) AS DATE)"
+    return f"date({column}, 'weekday 0', '-6 days')"
+
+
 def json_text(column: str, key: str) -> str:
     if _postgres():
         return f"({column} ->> '{key}')"
@@ -84,6 +95,10 @@ def _day(value) -> str:
     return str(value)[:10]
 
 
+def _midnight(moment: dt.datetime) -> dt.datetime:
+    return moment.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
 # --- scope -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -95,9 +110,34 @@ class Scope:
     filters: Filters
     steps: tuple[tuple[str, str, bool], ...]  # (step id, kind, has a check) of every version, latest first
 
-    def runs_sql(self) -> tuple[str, list]:
+    @property
+    def rolled(self) -> bool:
+        """Whether the rollup of ended runs (insight/rollup.py) may stand in for their audit events:
+        it holds whole days of every run, so not for a viewer who sees some runs only, a search, or
+        a period that does not start and end at midnight (an alert's window)."""
+        f = self.filters
+        return (visibility.sees_everything(self.identity) and not f.q
+                and all(moment == _midnight(moment) for moment in (f.since, f.until)))
+
+    def rolled_sql(self, table: str, steps: bool = True) -> tuple[str, list]:
+        """WHERE of the rollup's rows of this scope (their day in the period)."""
+        f = self.filters
+        where = "organization_id = %s AND process_name = %s AND mode = %s AND day >= %s AND day < %s"
+        params = [self.identity.organization.id, self.process.name, f.mode, f.since.date(), f.until.date()]
+        if f.version:
+            where += " AND version_number = %s"
+            params.append(f.version)
+        if steps:
+            names = [step for step, _kind, _check in self.steps] or [""]
+            where += f" AND step_id IN ({', '.join(['%s'] * len(names))})"
+            params += names
+        return f"SELECT * FROM {table} WHERE {where}", params
+
+    def runs_sql(self, unrolled: bool = False) -> tuple[str, list]:
         """SELECT id of the runs the figures count (visibility, process, mode, version, search, and
-        alive during the period)."""
+        alive during the period); `unrolled`: only those not in the rollup (open, or ended since
+        its mark; the mark is read in the same statement, so a sweep rolling meanwhile never makes
+        a run count twice or not at all)."""
         f = self.filters
         runs = Run.objects.filter(organization=self.identity.organization, process_name=self.process.name,
                                   mode=f.mode, started_at__lt=f.until)
@@ -112,6 +152,10 @@ class Scope:
                 condition |= Q(inputs_text__icontains=spelling)
             runs = runs.filter(condition)
         runs = visibility.visible(self.identity, runs)
+        if unrolled:
+            mark = RollMark.objects.filter(organization=self.identity.organization).values("rolled_until")
+            since = Coalesce(Subquery(mark), Value(EPOCH, output_field=DateTimeField()))  # no mark: nothing rolled
+            runs = runs.filter(Q(ended_at__isnull=True) | Q(ended_at__gte=since))
         statement, params = runs.values("id").query.sql_with_params()
         return statement, list(params)
 
@@ -181,26 +225,29 @@ def version_numbers(process: Process) -> list[int]:
 # --- percentiles ---------------------------------------------------------------------------------
 
 def percentiles(values_sql: str, params: list, keys: int, with_sql: str = "") -> dict[tuple, dict]:
-    """key -> {n, p50, p90} of `values_sql`, which selects `keys` key columns k1..kN and a value v
-    (NULL values are left out; a value of 0 on every row makes `n` a count). Nearest rank, computed
-    in SQL: at most two rows per key come back. `with_sql`: a WITH clause the values read (its
-    parameters first in `params`)."""
+    """key -> {n, p50, p90} of `values_sql`, which selects `keys` key columns k1..kN, a value v and
+    a weight w (how many values alike the row stands for: 1 for a row of the audit log, a count for
+    the rollup's; NULL values are left out; a value of 0 on every row makes `n` a count). Nearest
+    rank, computed in SQL: the row whose running count of weights reaches the rank; at most two rows
+    per key come back. `with_sql`: a WITH clause the values read (its parameters first in `params`)."""
     key_columns = ", ".join(f"k{i}" for i in range(1, keys + 1))
+    p50, p90 = "(n + 1) / 2", "(9 * n + 9) / 10"
     statement = (
-        f"{with_sql}SELECT {key_columns}, n, rn, v FROM ("
-        f"SELECT {key_columns}, v, ROW_NUMBER() OVER (PARTITION BY {key_columns} ORDER BY v) AS rn, "
-        f"COUNT(*) OVER (PARTITION BY {key_columns}) AS n FROM ({values_sql}) values_ WHERE v IS NOT NULL"
-        f") ranked WHERE rn = (n + 1) / 2 OR rn = (9 * n + 9) / 10")
+        f"{with_sql}SELECT {key_columns}, n, upto - w, upto, v FROM ("
+        f"SELECT {key_columns}, v, w, SUM(w) OVER (PARTITION BY {key_columns} ORDER BY v "
+        f"ROWS UNBOUNDED PRECEDING) AS upto, SUM(w) OVER (PARTITION BY {key_columns}) AS n "
+        f"FROM ({values_sql}) values_ WHERE v IS NOT NULL) ranked "
+        f"WHERE (upto - w < {p50} AND upto >= {p50}) OR (upto - w < {p90} AND upto >= {p90})")
     out: dict[tuple, dict] = {}
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         for row in cursor.fetchall():
-            key, (n, rn, value) = tuple(row[:keys]), row[keys:]
+            key, (n, before, upto, value) = tuple(row[:keys]), (int(x) for x in row[keys:])
             entry = out.setdefault(key, {"n": n, "p50": None, "p90": None})
-            if rn == (n + 1) // 2:
-                entry["p50"] = int(value)
-            if rn == (9 * n + 9) // 10:
-                entry["p90"] = int(value)
+            if before < (n + 1) // 2 <= upto:
+                entry["p50"] = value
+            if before < (9 * n + 9) // 10 <= upto:
+                entry["p90"] = value
     return out
 
 
@@ -209,21 +256,26 @@ def percentiles(values_sql: str, params: list, keys: int, with_sql: str = "") ->
 def timeline(scope: Scope) -> list[dict]:
     """Runs started, ended, cancelled and failed per day (or week) of the period, every bucket listed."""
     f = scope.filters
-    runs, params = scope.runs_sql()
+    runs, params = scope.runs_sql(unrolled=scope.rolled)
     run_table = sql.table(Run)
     failed = "COALESCE(outcome, '') = 'failed'"
     statement = (
-        f"SELECT b, SUM(s), SUM(e), SUM(c), SUM(x) FROM ("
         f"SELECT {bucket('started_at', f.by)} AS b, 1 AS s, 0 AS e, 0 AS c, 0 AS x FROM {run_table} "
         f"WHERE id IN ({runs}) AND started_at >= %s AND started_at < %s "
         f"UNION ALL SELECT {bucket('ended_at', f.by)}, 0, "
         f"CASE WHEN state = '{RunState.ENDED}' AND NOT {failed} THEN 1 ELSE 0 END, "
         f"CASE WHEN state = '{RunState.CANCELLED}' THEN 1 ELSE 0 END, "
         f"CASE WHEN state = '{RunState.ENDED}' AND {failed} THEN 1 ELSE 0 END FROM {run_table} "
-        f"WHERE id IN ({runs}) AND ended_at >= %s AND ended_at < %s) moves GROUP BY b")
+        f"WHERE id IN ({runs}) AND ended_at >= %s AND ended_at < %s")
     window = [_at(f.since), _at(f.until)]
+    params = params + window + params + window
+    if scope.rolled:
+        rolled, rolled_params = scope.rolled_sql(sql.table(RunRoll), steps=False)
+        statement += (f" UNION ALL SELECT {bucket_of_day('day', f.by)}, started, ended, cancelled, failed "
+                      f"FROM ({rolled}) rolled")
+        params += rolled_params
     with connection.cursor() as cursor:
-        cursor.execute(statement, params + window + params + window)
+        cursor.execute(f"SELECT b, SUM(s), SUM(e), SUM(c), SUM(x) FROM ({statement}) moves GROUP BY b", params)
         counted = {_day(b): (int(s), int(e), int(c), int(x)) for b, s, e, c, x in cursor.fetchall()}
     out = []
     day = f.since.date()
@@ -238,7 +290,7 @@ def timeline(scope: Scope) -> list[dict]:
 
 def open_by_step(scope: Scope) -> dict[str, int]:
     """Open runs now, by the step they wait in (a run waiting in two branches counts in both)."""
-    runs, params = scope.runs_sql()
+    runs, params = scope.runs_sql(unrolled=scope.rolled)  # an open run is never rolled up
     statement = (
         f"SELECT s.step_id, COUNT(*) FROM {sql.table(StepState)} s JOIN {sql.table(Run)} r ON r.id = s.run_id "
         f"WHERE s.run_id IN ({runs}) AND r.state IN ('{RunState.ACTIVE}', '{RunState.WAITING}') "
@@ -259,14 +311,21 @@ def _words(kinds) -> str:
     return ", ".join(f"'{kind}'" for kind in kinds)
 
 
-def _attempts_sql(scope: Scope) -> tuple[str, list]:
-    """One row per attempt of a working step that became ready in the period: run, step, ready,
-    started (first claim or take), the last submission or decision's id, and the two durations.
-    Attempts are numbered over the whole life of each run (a running count of `step_ready`)."""
-    runs, params = scope.runs_sql()
+def attempts_sql(organization_id: int, runs: str, params: list, steps: list[str] | None = None,
+                 window: tuple | None = None) -> tuple[str, list]:
+    """One row per attempt of a step of the runs `runs` selects (its parameters `params`): run, step,
+    ready, started (first claim or take), the last submission or decision's time and who made it,
+    and the three durations; only the steps `steps` (all when None), only attempts that became ready
+    in `window` (since, until; all when None). Attempts are numbered over the whole life of each run
+    (a running count of `step_ready`). The dashboard's and the rollup's one definition."""
     audit = sql.table(AuditEvent)
-    steps = [step for step, _kind, _check in scope.steps] or [""]
-    marks = ", ".join(["%s"] * len(steps))
+    in_steps, step_params = "", []
+    if steps is not None:
+        steps = steps or [""]
+        in_steps, step_params = f"AND step_id IN ({', '.join(['%s'] * len(steps))})", list(steps)
+    in_window, window_params = "", []
+    if window is not None:
+        in_window, window_params = "WHERE a.ready_at >= %s AND a.ready_at < %s", [_at(window[0]), _at(window[1])]
     statement = (
         f"SELECT a.run_id, a.step_id, a.ready_at, a.start_at, d.at AS done_at, d.actor, d.actor_kind, "
         f"{seconds_between('a.ready_at', 'COALESCE(a.start_at, d.at)')} AS waited, "
@@ -279,18 +338,33 @@ def _attempts_sql(scope: Scope) -> tuple[str, list]:
         f"SELECT id, run_id, step_id, kind, at, SUM(CASE WHEN kind = '{EventKind.STEP_READY}' THEN 1 ELSE 0 END) "
         f"OVER (PARTITION BY run_id, step_id ORDER BY id ROWS UNBOUNDED PRECEDING) AS attempt "
         f"FROM {audit} WHERE organization_id = %s AND run_id IN ({runs}) AND kind IN ({_words(ATTEMPT_KINDS)}) "
-        f"AND step_id IN ({marks})) numbered WHERE attempt > 0 GROUP BY run_id, step_id, attempt) a "
-        f"LEFT JOIN {audit} d ON d.id = a.done_id WHERE a.ready_at >= %s AND a.ready_at < %s")
+        f"{in_steps}) numbered WHERE attempt > 0 GROUP BY run_id, step_id, attempt) a "
+        f"LEFT JOIN {audit} d ON d.id = a.done_id {in_window}")
+    return statement, [organization_id, *params, *step_params, *window_params]
+
+
+def _attempts(scope: Scope) -> tuple[str, list]:
+    """The scope's attempts, one row per alike (step, done, who, durations) with its weight w: the
+    runs not rolled up from the audit log, the rest from the rollup."""
     f = scope.filters
-    return statement, [scope.identity.organization.id, *params, *steps, _at(f.since), _at(f.until)]
+    runs, params = scope.runs_sql(unrolled=scope.rolled)
+    live, live_params = attempts_sql(scope.identity.organization.id, runs, params,
+                                     [step for step, _kind, _check in scope.steps], (f.since, f.until))
+    columns = "step_id, actor, actor_kind, done, waited, worked, took"
+    statement = (f"SELECT step_id, actor, actor_kind, (done_at IS NOT NULL) AS done, waited, worked, took, "
+                 f"1 AS w FROM ({live}) live")
+    if not scope.rolled:
+        return statement, live_params
+    rolled, rolled_params = scope.rolled_sql(sql.table(AttemptRoll))
+    return f"{statement} UNION ALL SELECT {columns}, attempts FROM ({rolled}) rolled", live_params + rolled_params
 
 
 def attempt_figures(scope: Scope) -> dict[tuple, dict]:
-    """Everything computed from the attempts, in one statement (the attempts are numbered once, a
-    WITH the database materializes): (key, item, figure) -> {n, p50, p90} for
+    """Everything computed from the attempts, in one statement (the attempts are gathered once, a
+    WITH): (key, item, figure) -> {n, p50, p90} for
     ("step", step, "n" | "waited" | "worked") and (side, who, "n" | "worked" | "took") with side
     agent or person and who a name, OTHER_PEOPLE, or "*" for the whole side; "n" counts."""
-    attempts, params = _attempts_sql(scope)
+    attempts, params = _attempts(scope)
     named = _named_people(scope.identity)
     if named is None:
         who, who_params = "actor", []
@@ -301,15 +375,15 @@ def attempt_figures(scope: Scope) -> dict[tuple, dict]:
     else:
         who, who_params = f"CASE WHEN actor_kind = 'agent' THEN actor ELSE '{OTHER_PEOPLE}' END", []
     side = "CASE WHEN actor_kind = 'agent' THEN 'agent' ELSE 'person' END"
-    with_sql = (f"WITH a AS ({attempts}), d AS (SELECT {side} AS side, {who} AS who, worked, took FROM a "
-                f"WHERE done_at IS NOT NULL) ")
+    with_sql = (f"WITH a AS ({attempts}), d AS (SELECT {side} AS side, {who} AS who, worked, took, w FROM a "
+                f"WHERE done) ")
     values = " UNION ALL ".join([
-        "SELECT 'step' AS k1, step_id AS k2, 'n' AS k3, 0 AS v FROM a",
-        "SELECT 'step', step_id, 'waited', waited FROM a",
-        "SELECT 'step', step_id, 'worked', worked FROM a",
-        "SELECT side, who, 'n', 0 FROM d", "SELECT side, who, 'worked', worked FROM d",
-        "SELECT side, who, 'took', took FROM d", "SELECT side, '*', 'n', 0 FROM d",
-        "SELECT side, '*', 'worked', worked FROM d", "SELECT side, '*', 'took', took FROM d"])
+        "SELECT 'step' AS k1, step_id AS k2, 'n' AS k3, 0 AS v, w FROM a",
+        "SELECT 'step', step_id, 'waited', waited, w FROM a",
+        "SELECT 'step', step_id, 'worked', worked, w FROM a",
+        "SELECT side, who, 'n', 0, w FROM d", "SELECT side, who, 'worked', worked, w FROM d",
+        "SELECT side, who, 'took', took, w FROM d", "SELECT side, '*', 'n', 0, w FROM d",
+        "SELECT side, '*', 'worked', worked, w FROM d", "SELECT side, '*', 'took', took, w FROM d"])
     return percentiles(values, params + who_params, keys=3, with_sql=with_sql)
 
 
@@ -346,31 +420,51 @@ def _rate(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def _step_events(scope: Scope) -> dict[str, dict[str, int]]:
-    """step -> counts of what happened to it in the period (one statement): overdue crossings,
-    reworks it sent back (approvals), escalations by agents, lease lapses, check verdicts (a blocking
-    fail is a refused submission carrying the check)."""
-    runs, params = scope.runs_sql()
+STEP_EVENT_KINDS = (EventKind.OVERDUE, EventKind.REWORK, EventKind.ESCALATED, EventKind.LEASE_LAPSED,
+                    EventKind.CHECK_VERDICT, EventKind.SUBMISSION_REFUSED)
+# label -> the rollup's column (EventRoll)
+STEP_EVENT_LABELS = {"overdue": "overdue", "rework": "rework", "escalated": "escalated", "lapsed": "lapsed",
+                     "pass": "passed", "unsure": "unsure", "fail": "failed"}
+
+
+def step_event_counts() -> str:
+    """SUM of each label's events (named as the rollup's columns), over audit rows of STEP_EVENT_KINDS:
+    overdue crossings, reworks sent back (approvals), escalations by agents, lease lapses, check
+    verdicts (a blocking fail is a refused submission carrying the check)."""
     verdict, refused_check = json_text("data", "verdict"), json_text("data", "check")
-    labels = {
-        "overdue": f"kind = '{EventKind.OVERDUE}'",
-        "rework": f"kind = '{EventKind.REWORK}'",
-        "escalated": f"kind = '{EventKind.ESCALATED}' AND actor_kind = 'agent'",
-        "lapsed": f"kind = '{EventKind.LEASE_LAPSED}'",
-        "pass": f"kind = '{EventKind.CHECK_VERDICT}' AND {verdict} = 'pass'",
-        "unsure": f"kind = '{EventKind.CHECK_VERDICT}' AND {verdict} = 'unsure'",
-        "fail": f"(kind = '{EventKind.CHECK_VERDICT}' AND {verdict} = 'fail') OR "
-                f"(kind = '{EventKind.SUBMISSION_REFUSED}' AND {refused_check} = 'fail')",
-    }
-    sums = ", ".join(f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END)" for condition in labels.values())
-    kinds = (EventKind.OVERDUE, EventKind.REWORK, EventKind.ESCALATED, EventKind.LEASE_LAPSED,
-             EventKind.CHECK_VERDICT, EventKind.SUBMISSION_REFUSED)
-    statement = (f"SELECT step_id, {sums} FROM {sql.table(AuditEvent)} WHERE organization_id = %s "
-                 f"AND run_id IN ({runs}) AND kind IN ({_words(kinds)}) AND at >= %s AND at < %s GROUP BY step_id")
+    conditions = (
+        f"kind = '{EventKind.OVERDUE}'",
+        f"kind = '{EventKind.REWORK}'",
+        f"kind = '{EventKind.ESCALATED}' AND actor_kind = 'agent'",
+        f"kind = '{EventKind.LEASE_LAPSED}'",
+        f"kind = '{EventKind.CHECK_VERDICT}' AND {verdict} = 'pass'",
+        f"kind = '{EventKind.CHECK_VERDICT}' AND {verdict} = 'unsure'",
+        f"(kind = '{EventKind.CHECK_VERDICT}' AND {verdict} = 'fail') OR "
+        f"(kind = '{EventKind.SUBMISSION_REFUSED}' AND {refused_check} = 'fail')",
+    )
+    return ", ".join(f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END) AS {column}"
+                     for condition, column in zip(conditions, STEP_EVENT_LABELS.values(), strict=True))
+
+
+def _step_events(scope: Scope) -> dict[str, dict[str, int]]:
+    """step -> counts of what happened to it in the period (one statement): the runs not rolled up
+    from the audit log, the rest from the rollup."""
+    runs, params = scope.runs_sql(unrolled=scope.rolled)
     f = scope.filters
+    columns = ", ".join(STEP_EVENT_LABELS.values())
+    statement = (f"SELECT step_id, {step_event_counts()} FROM {sql.table(AuditEvent)} WHERE organization_id = %s "
+                 f"AND run_id IN ({runs}) AND kind IN ({_words(STEP_EVENT_KINDS)}) AND at >= %s AND at < %s "
+                 f"GROUP BY step_id")
+    params = [scope.identity.organization.id, *params, _at(f.since), _at(f.until)]
+    if scope.rolled:
+        rolled, rolled_params = scope.rolled_sql(sql.table(EventRoll), steps=False)
+        sums = ", ".join(f"SUM({column})" for column in STEP_EVENT_LABELS.values())
+        statement = (f"SELECT step_id, {sums} FROM ({statement}"
+                     f" UNION ALL SELECT step_id, {columns} FROM ({rolled}) rolled) counted GROUP BY step_id")
+        params += rolled_params
     with connection.cursor() as cursor:
-        cursor.execute(statement, [scope.identity.organization.id, *params, _at(f.since), _at(f.until)])
-        return {row[0]: dict(zip(labels, (int(v or 0) for v in row[1:]))) for row in cursor.fetchall()}
+        cursor.execute(statement, params)
+        return {row[0]: dict(zip(STEP_EVENT_LABELS, (int(v or 0) for v in row[1:]))) for row in cursor.fetchall()}
 
 
 def _named_people(identity) -> list[str] | None:
@@ -408,26 +502,33 @@ def workers(scope: Scope, computed: dict | None = None) -> dict:
 
 def end_to_end(scope: Scope) -> dict:
     """Runs that ended in the period (not cancelled): median, p90, a histogram, the slowest ten."""
-    runs, params = scope.runs_sql()
+    runs, params = scope.runs_sql(unrolled=scope.rolled)
     f = scope.filters
     took = seconds_between("started_at", "ended_at")
-    ended = (f"SELECT id, started_at, ended_at, outcome, inputs, version_number, {took} AS took "
-             f"FROM {sql.table(Run)} WHERE id IN ({runs}) AND state = '{RunState.ENDED}' "
-             f"AND ended_at >= %s AND ended_at < %s")
-    window = [_at(f.since), _at(f.until)]
-    times = percentiles(f"SELECT 'all' AS k1, took AS v FROM ({ended}) e", params + window, keys=1).get(("all",), {})
+    # id, took, weight: the runs not rolled up one by one, the rest from the rollup
+    ended = (f"SELECT id, {took} AS took, 1 AS w FROM {sql.table(Run)} WHERE id IN ({runs}) "
+             f"AND state = '{RunState.ENDED}' AND ended_at >= %s AND ended_at < %s")
+    params = params + [_at(f.since), _at(f.until)]
+    if scope.rolled:
+        rolled, rolled_params = scope.rolled_sql(sql.table(TookRoll), steps=False)
+        ended += f" UNION ALL SELECT run_id, took, runs FROM ({rolled}) rolled"
+        params += rolled_params
+    times = percentiles(f"SELECT 'all' AS k1, took AS v, w FROM ({ended}) e", params, keys=1).get(("all",), {})
     cases, bound_params = [], []
     for index, (_label, upper) in enumerate(HISTOGRAM):
         if upper is not None:
             cases.append(f"WHEN took < %s THEN {index}")
             bound_params.append(upper)
-    histogram_sql = (f"SELECT CASE {' '.join(cases)} ELSE {len(HISTOGRAM) - 1} END AS b, COUNT(*) "
+    histogram_sql = (f"SELECT CASE {' '.join(cases)} ELSE {len(HISTOGRAM) - 1} END AS b, SUM(w) "
                      f"FROM ({ended}) e GROUP BY 1")
+    run_table = sql.table(Run)
     with connection.cursor() as cursor:
-        cursor.execute(histogram_sql, bound_params + params + window)
+        cursor.execute(histogram_sql, bound_params + params)
         counted = {int(b): int(n) for b, n in cursor.fetchall()}
-        cursor.execute(f"SELECT id, took, outcome, version_number, started_at, ended_at FROM ({ended}) e "
-                       f"ORDER BY took DESC, id LIMIT {SLOWEST}", params + window)
+        # The rollup's rows without a run are not among the slowest of their day (TookRoll.run_id).
+        cursor.execute(f"SELECT r.id, s.took, r.outcome, r.version_number, r.started_at, r.ended_at FROM ("
+                       f"SELECT id, took FROM ({ended}) e WHERE id <> '' ORDER BY took DESC, id LIMIT {SLOWEST}"
+                       f") s JOIN {run_table} r ON r.id = s.id ORDER BY s.took DESC, r.id", params)
         slowest = [{"run": run_id, "seconds": int(seconds), "outcome": outcome, "version": version,
                     "startedAt": _iso(sql.from_db(Run, "started_at", started)),
                     "endedAt": _iso(sql.from_db(Run, "ended_at", ended_at))}

@@ -2,9 +2,6 @@
 figures as JSON (?format=json) or CSV (?format=csv) with the same filters. A process the person
 takes no part in is answered 404 on every format, like one that does not exist."""
 
-import csv
-import io
-
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect
@@ -15,7 +12,7 @@ from kernel import clock
 from kernel.errors import ToolError
 from workqueue.views.plumbing import person_view, problem
 
-from . import alerts, figures, pages
+from . import alerts, figures, formats, pages
 from .filters import BadFilter, parse
 
 
@@ -44,56 +41,12 @@ def dashboard(request, identity, name: str):
             return pages.bad_filters(request, identity, name, bad.issues)
         return JsonResponse({"ok": False, "issues": bad.issues}, status=400)
     data = figures.dashboard(scope)
-    if fmt == "json":
-        return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
-    if fmt == "csv":
-        response = HttpResponse(csv_text(data), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="insight-{scope.process.name}.csv"'
+    if fmt in formats.TYPES:  # the same text as manage.py process_insight prints
+        response = HttpResponse(formats.render(data, fmt), content_type=formats.TYPES[fmt])
+        if fmt == "csv":
+            response["Content-Disposition"] = f'attachment; filename="insight-{scope.process.name}.csv"'
         return response
     return pages.dashboard_page(request, identity, scope, data)
-
-
-def csv_rows(data: dict):
-    """The figures as one long table: section, item, figure, value."""
-    for day in data["timeline"]:
-        for key in ("started", "ended", "cancelled", "failed"):
-            yield "timeline", day["from"], key, day[key]
-    for step, count in sorted(data["openByStep"].items()):
-        yield "open runs", step, "waiting", count
-    for row in data["steps"]:
-        for key in ("count", "overdue", "overdueRate", "rework", "reworkRate", "escalations", "escalationRate",
-                    "leaseExpiries"):
-            yield "step", row["step"], key, row[key]
-        for key in ("waited", "worked"):
-            yield "step", row["step"], f"{key} median seconds", row[key]["median"]
-            yield "step", row["step"], f"{key} p90 seconds", row[key]["p90"]
-        for key, value in (row.get("check") or {}).items():
-            yield "step", row["step"], f"check {key}", value
-    for side in ("agents", "persons"):
-        block = data["workers"][side]
-        yield side, "all", "completions", block["completions"]
-        for who in block["by"]:
-            name = who["name"] or "other people"
-            yield side, name, "completions", who["completions"]
-            yield side, name, "median worked seconds", who["medianWorked"]
-            yield side, name, "median ready to done seconds", who["medianTook"]
-    e2e = data["endToEnd"]
-    yield "end to end", "all", "ended runs", e2e["ended"]
-    yield "end to end", "all", "median seconds", e2e["median"]
-    yield "end to end", "all", "p90 seconds", e2e["p90"]
-    for bar in e2e["histogram"]:
-        yield "end to end", bar["label"], "runs", bar["runs"]
-    for slow in e2e["slowest"]:
-        yield "slowest", slow["run"], "seconds", slow["seconds"]
-
-
-def csv_text(data: dict) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["section", "item", "figure", "value"])
-    for section, item, figure, value in csv_rows(data):
-        writer.writerow([section, item, figure, "" if value is None else value])
-    return buffer.getvalue()
 
 
 def _threshold(figure: str, text: str):

@@ -48,6 +48,8 @@ class Run(models.Model):
             models.Index(fields=["organization", "started_at", "id"], name="run_org_started"),
             models.Index(fields=["organization", "process_name", "started_at", "id"], name="run_org_process"),
             models.Index(fields=["organization", "state", "started_at", "id"], name="run_org_state"),
+            # Process insight counts the runs not rolled up yet (open, or ended since the mark) from these.
+            models.Index(fields=["organization", "process_name", "ended_at"], name="run_org_process_ended"),
             # /metrics counts the open runs by state (runs.services.gauges): only they are in it.
             models.Index(fields=["state"], name="run_open_state",
                          condition=Q(state__in=[RunState.ACTIVE, RunState.WAITING])),
