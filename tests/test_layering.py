@@ -33,7 +33,7 @@ KERNEL_MODULES = re.compile(r"^(kernel|filestore)(\.|$)|^(runs|webhooks|sso|insi
                             r"|^(runs|processes|webhooks|sso|insight)\.(apps|models|ids|migrations)(\.|$)|^sso\.providers$")
 SERVICE_MODULES = re.compile(r"^runs\.(services|selectors|presenters|visibility)(\.|$)|^processes(\.|$)"
                              r"|^webhooks\.(services|selectors)(\.|$)|^sso\.(signin|passwords|leavers|provisioning)(\.|$)"
-                             r"|^insight\.(figures|filters|alerts|heatmap|words)(\.|$)")
+                             r"|^insight\.(figures|filters|alerts|heatmap|words|formats|rollup)(\.|$)")
 
 
 PAGES = re.compile(r"^workqueue\.views(\.|$)")
