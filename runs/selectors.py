@@ -84,7 +84,7 @@ def claimable_steps(identity: Identity, *, now, limit: int, cursor: str | None, 
 
 
 # A step no other agent was handed within its window (each row re-checked under its row lock by the
-# UPDATE that hands it out, so two get_work calls at once never both hand out one step).
+# statement that hands it out, so two get_work calls at once never both hand out one step).
 NOT_HANDED_TO_OTHERS = "({alias}offered_until IS NULL OR {alias}offered_until <= %s OR {alias}offered_to = %s)"
 
 
@@ -96,15 +96,20 @@ def _hand_out(ids: list[int], ref: str, until, now_param) -> None:
 
 def _list_and_hand_out(listing: str, params: list, ref: str, until, now_param, limit: int) -> list:
     """PostgreSQL: list and hand out in one statement. A first step another get_work handed out in
-    the meantime (its UPDATE waited for that one's row lock, then found it taken) is not listed:
-    `handed` is false on it."""
+    the meantime is not listed: `handed` is false on it.
+
+    The hand-out takes its rows with SKIP LOCKED: a row another statement holds (another hand-out,
+    a claim, the sweep) is left to that one, and get_work never waits for a row lock. Waiting, two
+    hand-outs locked shared steps in the order their plans met them, which can differ between
+    snapshots: PostgreSQL found deadlocks among 16 racing agents and the aborted get_work answered
+    `retry`."""
     table = sql.table(StepState)
     first = min(limit, HANDOUT_ITEMS)
     return sql.fetch(StepState, (
         f"WITH listed AS ({listing}), "
         f"handed AS (UPDATE {table} SET offered_to = %s, offered_until = %s WHERE id IN "
-        f"(SELECT id FROM listed ORDER BY ready_since, id LIMIT {first}) "
-        f"AND {NOT_HANDED_TO_OTHERS.format(alias='')} RETURNING id), "
+        f"(SELECT id FROM {table} WHERE id IN (SELECT id FROM listed ORDER BY ready_since, id LIMIT {first}) "
+        f"AND {NOT_HANDED_TO_OTHERS.format(alias='')} ORDER BY id FOR UPDATE SKIP LOCKED) RETURNING id), "
         f"ranked AS (SELECT listed.*, row_number() OVER (ORDER BY ready_since, id) AS place FROM listed) "
         f"SELECT ranked.*, (ranked.place > {first} OR ranked.id IN (SELECT id FROM handed)) AS handed "
         "FROM ranked ORDER BY ranked.place"), [*params, ref, until, now_param, ref])

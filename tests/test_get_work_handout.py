@@ -94,3 +94,27 @@ def test_sixteen_agents_listing_at_once_start_on_different_steps(publish, make_a
     for ref, mine in zip(refs, listed, strict=True):
         assert set(handed.get(ref, [])) <= set(mine), (ref, handed.get(ref), mine)  # its own are listed to it
     assert len({mine[0] for mine in listed}) > 1, listed
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_agents_polling_over_and_over_never_deadlock(publish, make_agent, settings):
+    """get_work is a read for its caller: it must never answer `retry` because two hand-outs locked
+    the same steps in opposite orders (PostgreSQL's deadlock detector aborting one of them; seen in
+    CI as `retry: the server is busy` at 16 racing agents). The hand-out takes only steps no one
+    else holds, so it never waits for a row lock at all."""
+    from tests.test_concurrency_postgres import in_threads
+
+    publish(PROCESS)
+    starter = make_agent("starter")
+    for _ in range(300):
+        starter.ok("start_run", process="one-step", inputs={})
+    agents = [make_agent(f"poller{i}") for i in range(16)]
+    settings.GET_WORK_HANDOUT_SECONDS = 0.001  # every poll competes for the oldest steps again
+
+    def poll(i):
+        answers = [agents[i].call("get_work", limit=5) for _ in range(40)]
+        return [answer["error"] for answer in answers if not answer["ok"]]
+
+    refused = [error for errors in in_threads(16, poll) for error in errors]
+    assert refused == []

@@ -318,7 +318,7 @@ def start_runs(starter, count: int, threads: int = 8) -> list[str]:
 
 
 @pytest.fixture(params=["in process", "over HTTP, 3 uvicorn workers"])
-def server_url(request, tmp_path):
+def live(request, tmp_path):
     if request.param == "in process":
         yield None
         return
@@ -328,11 +328,23 @@ def server_url(request, tmp_path):
 
     with start_live_server(database_url(connection.settings_dict), tmp_path, workers=3,
                            env={"LEASE_SECONDS": str(LEASE), "DB_POOL_SIZE": "8"}) as server:
-        yield server.url
+        yield server
 
 
-def test_sixteen_racing_agents_complete_every_step_exactly_once(publish, make_agent, settings, server_url):
+def server_complaints(live) -> str:
+    """What the server logged about the calls it answered `retry` (the exception's last line)."""
+    if live is None:
+        return ""
+    lines = live.log().splitlines()
+    found = [next((later for later in lines[at + 1:] if later and not later.startswith((" ", "Traceback"))), line)
+             for at, line in enumerate(lines) if "database busy during" in line or "error during" in line]
+    return "\nthe server said: " + "; ".join(found[:5]) if found else ""
+
+
+def test_sixteen_racing_agents_complete_every_step_exactly_once(publish, make_agent, settings, live):
     from runs.models import IdempotencyRecord, Run
+
+    server_url = live.url if live else None
 
     settings.LEASE_SECONDS = LEASE
     publish(RACE)
@@ -360,7 +372,8 @@ def test_sixteen_racing_agents_complete_every_step_exactly_once(publish, make_ag
     assert not any(thread.is_alive() for thread in [*threads, sweeper]), "a thread hung"
     if ledger.failures:
         index, error = ledger.failures[0]
-        raise AssertionError(f"agent {index} failed ({len(ledger.failures)} failures in all)") from error
+        raise AssertionError(f"agent {index} failed ({len(ledger.failures)} failures in all)"
+                             f"{server_complaints(live)}") from error
     print(f"\nracing agents: {elapsed:.1f}s, {dict(sorted(ledger.counts.items()))}")
 
     # Exactly one accepted submission (one requestId) per step.
