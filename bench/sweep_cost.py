@@ -109,6 +109,7 @@ def one_sweep(now: dt.datetime, count_queries: bool = False) -> tuple[float, obj
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from runs.services import outbox
     from runs.services import sweep as sweeps
 
     if not count_queries:
@@ -133,7 +134,7 @@ def one_sweep(now: dt.datetime, count_queries: bool = False) -> tuple[float, obj
     report.leases = part("leases", lambda: sweeps.sweep_leases(now))
     report.timers = part("timers", lambda: sweeps.sweep_timers(now))
     report.overdue, report.notices = part("dues", lambda: sweeps.sweep_dues(now))
-    part("notices", lambda: sweeps.send_overdue_notices(report.notices))
+    report.sent, report.unsent = part("notices", lambda: outbox.send_due(now))
     return total, report, statements, parts
 
 
