@@ -1,7 +1,7 @@
 """Limits: the stack's floor, measured by the same harness on the same server set-up, and pgbench on
 the same PostgreSQL, with the ratios of our figures to them.
 
-    .venv/bin/python bench/limits.py [--quick] [--agents 16] [--workers 3] [--duration 15]
+    .venv/bin/python bench/limits.py [--quick] [--agents 16] [--workers 2] [--duration 15]
 
 One server, `uvicorn bench.floor:application --workers N`: the application plus two routes served
 like the REST tools (bench/floor.py), with the same database settings as bench/throughput.py. Back to back, with K agent processes (bench/agent.py):

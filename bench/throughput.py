@@ -2,7 +2,7 @@
 against the production set-up, over REST and over MCP.
 
     .venv/bin/python bench/throughput.py [--quick] [--agents 1,4,16] [--transports rest,mcp]
-        [--workers 3] [--duration 15] [--rounds 1] [--db-env DB_POOL=0] [--profile]
+        [--workers 2] [--duration 15] [--rounds 1] [--db-env DB_POOL=0] [--profile]
 
 Server: `uvicorn agentprocess.asgi:application --workers N` on the bench database, DEBUG off, the
 access log off. Each agent loops get_work -> claim -> submit (bench/agent.py) with its own agent

@@ -99,7 +99,7 @@ def test_every_unit_reads_the_environment_file_and_every_name_it_uses_is_in_it()
 
 def test_every_setting_of_the_environment_file_is_one_the_readme_describes():
     """A misspelt name in the example (S3_BUKET) would be ignored without a word on every host."""
-    unit_only = {"WEB_HOST", "PROXY_ADDRESSES"}  # read by the units' command lines, not by the server
+    unit_only = {"WEB_HOST", "PROXY_ADDRESSES", "WEB_WORKERS"}  # read by the units' command lines, not by the server
     configuration = README.read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
     described = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", configuration))
     commented = set(re.findall(r"^# ([A-Z][A-Z0-9_]+)=", ENV_FILE.read_text(), re.MULTILINE))
